@@ -1,0 +1,1 @@
+"""groundspec's protocol layer: the LSP daemon and the command line."""

@@ -1,0 +1,1 @@
+"""groundspec's engine: KV-cached sessions, drafters and the speculative decode loop."""

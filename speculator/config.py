@@ -1,0 +1,41 @@
+"""Engine configuration: model paths, offload, threads, context size.
+
+Read from (in order of precedence) CLI flags, environment variables
+(GROUNDSPEC_TARGET_MODEL, GROUNDSPEC_DRAFT_MODEL, GROUNDSPEC_N_GPU_LAYERS,
+GROUNDSPEC_THREADS, GROUNDSPEC_N_CTX), the config file, then defaults.
+"""
+
+from __future__ import annotations
+
+import os
+
+import msgspec
+
+
+class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
+    target_model: str | None = None  # None: the default model assembled by `models fetch`
+    draft_model: str | None = None
+    use_draft: bool = True
+    n_gpu_layers: int | None = None  # None: all layers when the build supports offload
+    threads: int | None = None  # None: the number of CPU cores
+    n_ctx: int = 4096
+    fake: bool = False  # deterministic fake engine, for protocol tests
+
+    def with_env(self) -> EngineConfig:
+        """Overlay the GROUNDSPEC_* environment variables on this config."""
+        env = os.environ
+        updates: dict[str, object] = {}
+        if env.get("GROUNDSPEC_TARGET_MODEL"):
+            updates["target_model"] = env["GROUNDSPEC_TARGET_MODEL"]
+        if env.get("GROUNDSPEC_DRAFT_MODEL"):
+            updates["draft_model"] = env["GROUNDSPEC_DRAFT_MODEL"]
+        for name, key in (
+            ("n_gpu_layers", "GROUNDSPEC_N_GPU_LAYERS"),
+            ("threads", "GROUNDSPEC_THREADS"),
+            ("n_ctx", "GROUNDSPEC_N_CTX"),
+        ):
+            if env.get(key, "").lstrip("-").isdigit():
+                updates[name] = int(env[key])
+        if env.get("GROUNDSPEC_FAKE_ENGINE") == "1":
+            updates["fake"] = True
+        return msgspec.structs.replace(self, **updates)

@@ -1,0 +1,96 @@
+"""A deterministic engine for protocol tests: no model, same interface.
+
+The completion is `FakeEngine.text` cut to `max_tokens` "tokens" (characters).
+A delay per token simulates decoding so cancellation can be tested; the
+cancel token is checked every token, like the real decode loop checks it
+every verify round.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from .totals import Totals
+from .types import (
+    CancelToken,
+    Cancelled,
+    CompletionRequest,
+    CompletionResult,
+    ContextProvider,
+    EngineError,
+    RefactorRequest,
+    RefactorResult,
+    Stats,
+)
+
+log = logging.getLogger(__name__)
+
+DEFAULT_FAKE_TEXT = "fake_completion()"
+
+
+class FakeEngine:
+    def __init__(self, text: str = DEFAULT_FAKE_TEXT, delay_ms_per_token: float = 0.0) -> None:
+        self.text = text
+        self.delay_ms_per_token = delay_ms_per_token
+        self.provider: ContextProvider | None = None
+        self.warmed: list[int] = []  # cursor offsets of warm() calls, for tests
+        self._totals = Totals()
+
+    def set_context_provider(self, provider: ContextProvider | None) -> None:
+        self.provider = provider
+
+    def complete(
+        self, request: CompletionRequest, cancel: CancelToken | None = None
+    ) -> CompletionResult:
+        _check_cursor(request.text, request.cursor)
+        started = time.perf_counter()
+        out = self._decode(self.text[: max(0, request.max_tokens)], cancel)
+        stats = self._stats(request.text[: request.cursor], out, started, request.speculation)
+        self._totals.record(stats)
+        return CompletionResult(text=out, stats=stats)
+
+    def refactor(
+        self, request: RefactorRequest, cancel: CancelToken | None = None
+    ) -> RefactorResult:
+        if not 0 <= request.start <= request.end <= len(request.text):
+            raise EngineError(f"invalid range {request.start}-{request.end}")
+        started = time.perf_counter()
+        selection = request.text[request.start : request.end]
+        new_text = self._decode(f"# {request.instruction}\n{selection}", cancel)
+        stats = self._stats(selection, new_text, started, request.speculation)
+        self._totals.record(stats)
+        return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
+
+    def warm(self, request: CompletionRequest) -> int:
+        self.warmed.append(request.cursor)
+        return 0
+
+    def totals(self) -> dict[str, object]:
+        return self._totals.snapshot()
+
+    def _decode(self, text: str, cancel: CancelToken | None) -> str:
+        for _ in text:
+            if cancel is not None and cancel.cancelled:
+                self._totals.record_cancelled()
+                raise Cancelled()
+            if self.delay_ms_per_token:
+                time.sleep(self.delay_ms_per_token / 1000)
+        return text
+
+    @staticmethod
+    def _stats(prompt: str, out: str, started: float, speculation: str) -> Stats:
+        total_ms = (time.perf_counter() - started) * 1000
+        return Stats(
+            generated_tokens=len(out),
+            prompt_tokens=len(prompt),
+            reused_prompt_tokens=0,
+            decode_ms=total_ms,
+            total_ms=total_ms,
+            speculation=speculation,
+        )
+
+
+def _check_cursor(text: str, cursor: int) -> None:
+    if not 0 <= cursor <= len(text):
+        raise EngineError(f"cursor {cursor} is outside the document (length {len(text)})")

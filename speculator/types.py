@@ -1,0 +1,131 @@
+"""Plain data types shared by the engine, the LSP server and the CLI.
+
+Positions inside the engine are Python string offsets (code points). The LSP
+layer converts UTF-16 line/character positions to offsets before calling in.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Literal, Protocol
+
+import msgspec
+
+Speculation = Literal["auto", "off", "lookup", "draft", "both"]
+SPECULATION_MODES: tuple[str, ...] = ("auto", "off", "lookup", "draft", "both")
+
+
+class EngineError(Exception):
+    """A request the engine cannot serve; the message is shown to the user."""
+
+
+class Cancelled(Exception):
+    """Raised by the decode loop when its cancel token fires."""
+
+
+class CancelToken:
+    """Cooperative cancellation: the decode loop checks it every round."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+
+class Stats(msgspec.Struct, rename="camel"):
+    """Per-request statistics; the JSON keys are part of the public contract."""
+
+    generated_tokens: int = 0
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
+    prompt_tokens: int = 0
+    reused_prompt_tokens: int = 0
+    prompt_ms: float = 0.0
+    decode_ms: float = 0.0
+    total_ms: float = 0.0
+    speculation: str = "off"
+
+
+class Snippet(msgspec.Struct):
+    """A piece of another file used as prompt context and lookup corpus."""
+
+    path: str
+    text: str
+
+
+class CompletionRequest(msgspec.Struct, kw_only=True):
+    text: str
+    cursor: int  # offset into text
+    language_id: str = "python"
+    path: str | None = None
+    max_tokens: int = 64
+    speculation: Speculation = "auto"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+    multiline: bool | None = None  # None: decide from the syntax at the cursor
+
+
+class CompletionResult(msgspec.Struct):
+    text: str
+    stats: Stats
+
+
+class RefactorRequest(msgspec.Struct, kw_only=True):
+    text: str
+    start: int  # offset of the first selected character
+    end: int  # offset one past the last selected character
+    instruction: str
+    language_id: str = "python"
+    path: str | None = None
+    max_tokens: int = 512
+    speculation: Speculation = "auto"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: int = 0
+
+
+class RefactorResult(msgspec.Struct):
+    new_text: str  # replaces text[start:end]
+    start: int
+    end: int
+    stats: Stats
+
+
+class ContextProvider(Protocol):
+    """Where snippets from other workspace files come from (workspace index)."""
+
+    def related(self, path: str | None, query: str, limit: int) -> list[Snippet]: ...
+
+
+class Engine(Protocol):
+    """What the LSP server and the CLI need from an engine (real or fake).
+
+    Calls are blocking and not thread-safe: callers run them on one worker
+    thread. `cancel` is checked every decode round.
+    """
+
+    def complete(
+        self, request: CompletionRequest, cancel: CancelToken | None = None
+    ) -> CompletionResult: ...
+
+    def refactor(
+        self, request: RefactorRequest, cancel: CancelToken | None = None
+    ) -> RefactorResult: ...
+
+    def warm(self, request: CompletionRequest) -> int:
+        """Evaluate the prompt of `request` into the KV cache; returns tokens evaluated."""
+        ...
+
+    def totals(self) -> dict[str, object]:
+        """Aggregate statistics since start (the `groundspec/stats` result)."""
+        ...
+
+    def set_context_provider(self, provider: ContextProvider | None) -> None: ...
