@@ -1,0 +1,30 @@
+"""Build the engine named by a config: the real one, or the fake for tests."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from .config import EngineConfig
+from .fake import DEFAULT_FAKE_TEXT, FakeEngine
+from .types import Engine
+
+# progress(message, percentage 0..100)
+ProgressCallback = Callable[[str, int], None]
+
+
+def load_engine(config: EngineConfig, progress: ProgressCallback | None = None) -> Engine:
+    """Load the models (slow: seconds) and return a ready engine.
+
+    Raises speculator.types.EngineError with a user-facing message when a model
+    file is missing, corrupt or incompatible.
+    """
+    config = config.with_env()
+    if config.fake:
+        return FakeEngine(
+            text=os.environ.get("GROUNDSPEC_FAKE_TEXT", DEFAULT_FAKE_TEXT),
+            delay_ms_per_token=float(os.environ.get("GROUNDSPEC_FAKE_DELAY_MS", "0") or 0),
+        )
+    from .engine import SpeculativeEngine  # imports llama_cpp: keep it lazy
+
+    return SpeculativeEngine.load(config, progress)
