@@ -1,0 +1,95 @@
+"""LSP positions (0-based line, UTF-16 code units) <-> Python string offsets.
+
+The engine works on code-point offsets into a Python string; LSP counts
+UTF-16 units, so an astral character (emoji) is one code point but two units.
+LSP line breaks are "\\n", "\\r\\n" and "\\r" (not the extra ones str.splitlines knows).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+from lsprotocol import types
+
+_EOL = re.compile(r"\r\n|\r|\n")
+
+
+class PositionError(ValueError):
+    """A position that does not exist in the document (line past the end)."""
+
+
+def utf16_len(text: str) -> int:
+    """Number of UTF-16 code units in `text`."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
+def utf16_to_codepoints(line: str, units: int) -> int:
+    """Code-point index in `line` of a UTF-16 column, clamped to the line.
+
+    A column inside a surrogate pair stays before that character.
+    """
+    if line.isascii():
+        return min(units, len(line))
+    count = 0
+    for index, char in enumerate(line):
+        count += 2 if ord(char) > 0xFFFF else 1
+        if count > units:
+            return index
+    return len(line)
+
+
+class LineIndex:
+    """Line starts of one text snapshot, for position <-> offset conversion."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.starts = [0] + [m.end() for m in _EOL.finditer(text)]
+
+    @property
+    def line_count(self) -> int:
+        return len(self.starts)
+
+    def line_text(self, line: int) -> str:
+        """The line's text without its line break."""
+        start = self.starts[line]
+        end = self.starts[line + 1] if line + 1 < len(self.starts) else len(self.text)
+        return self.text[start:end].rstrip("\r\n")
+
+    def offset(self, position: types.Position, *, strict: bool = True) -> int:
+        """Offset of an LSP position.
+
+        A character past the end of its line means the end of the line (the LSP
+        spec says so). A line past the end raises PositionError when `strict`,
+        else means the end of the text (how editors' own buffers clamp).
+        """
+        if position.line < 0 or position.character < 0:
+            raise PositionError(f"negative position {position.line}:{position.character}")
+        if position.line >= len(self.starts):
+            if strict:
+                raise PositionError(
+                    f"line {position.line} is past the end of the document "
+                    f"({len(self.starts)} lines)"
+                )
+            return len(self.text)
+        line = self.line_text(position.line)
+        return self.starts[position.line] + utf16_to_codepoints(line, position.character)
+
+    def position(self, offset: int) -> types.Position:
+        """LSP position of an offset (clamped to the text)."""
+        offset = max(0, min(offset, len(self.text)))
+        line = bisect.bisect_right(self.starts, offset) - 1
+        start = self.starts[line]
+        return types.Position(line=line, character=utf16_len(self.text[start:offset]))
+
+    def offsets(self, range_: types.Range, *, strict: bool = True) -> tuple[int, int]:
+        start = self.offset(range_.start, strict=strict)
+        end = self.offset(range_.end, strict=strict)
+        if end < start:
+            raise PositionError("range end is before its start")
+        return start, end
+
+    def range(self, start: int, end: int) -> types.Range:
+        return types.Range(start=self.position(start), end=self.position(end))
