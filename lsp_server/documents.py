@@ -45,9 +45,7 @@ def _byte_offset(text: str, offset: int) -> int:
 class Document:
     """One open document: text, version, tree, and why it cannot be completed."""
 
-    def __init__(
-        self, uri: str, language_id: str, version: int, text: str, max_chars: int
-    ) -> None:
+    def __init__(self, uri: str, language_id: str, version: int, text: str, max_chars: int) -> None:
         self.uri = uri
         self.language_id = language_id
         self.version = version

@@ -59,7 +59,7 @@ def load_startup_config(config_path: str | None = None, *, fake: bool = False) -
     problem line that the server shows the client after `initialize`.
     """
     path = Path(config_path) if config_path else default_config_path()
-    options, problems = ServerOptions(), []
+    options, problems = ServerOptions(), list[str]()
     if config_path or path.exists():
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -73,9 +73,7 @@ def test_each_step_of_typing_an_emoji_line_keeps_the_tree_exact() -> None:
 
 def test_batch_of_changes_applies_in_order() -> None:
     doc = Document("file:///c.py", "python", 1, "ab\ncd\n", max_chars=100)
-    first = types.TextDocumentContentChangePartial(
-        range=LineIndex(doc.text).range(0, 0), text="😀"
-    )
+    first = types.TextDocumentContentChangePartial(range=LineIndex(doc.text).range(0, 0), text="😀")
     # The second range is relative to the text after the first change.
     second = types.TextDocumentContentChangePartial(
         range=types.Range(

@@ -49,7 +49,7 @@ def test_non_object_options_are_reported() -> None:
 
 def test_config_file_accepts_snake_case_and_reports_bad_values(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
-    path.write_text('debounce_ms = 30\nmax_tokens = -1\n[engine]\nn_gpu_layers = 0\n')
+    path.write_text("debounce_ms = 30\nmax_tokens = -1\n[engine]\nn_gpu_layers = 0\n")
     config = load_startup_config(str(path), fake=True)
     assert config.options.debounce_ms == 30
     assert config.options.engine.n_gpu_layers == 0

@@ -1,0 +1,302 @@
+"""The typing loop: one engine thread, debounce, newest-wins, typed-ahead cache, warm-up.
+
+The engine is not thread safe, so every engine call (load, complete, refactor,
+warm) runs on one worker thread, in order. Handlers run on the asyncio loop and
+await the worker's futures. Cancellation is cooperative: a request that is
+cancelled or superseded fires its CancelToken and the engine's decode loop
+stops at its next round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import logging
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from speculator.types import (
+    Cancelled,
+    CancelToken,
+    CompletionRequest,
+    CompletionResult,
+    Engine,
+    Stats,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class EngineUnavailable(Exception):
+    """The models are still loading, or failed to load; the message says which."""
+
+
+@dataclass
+class _Job:
+    fn: Callable[[], Any]
+    token: CancelToken
+    future: Future[Any] = field(default_factory=Future)
+    # The submitter's context, so engine log lines carry the request id.
+    context: contextvars.Context = field(default_factory=contextvars.copy_context)
+
+
+class Worker:
+    """The one thread that runs every engine call, in submission order.
+
+    Background jobs (warm-ups) run only when no foreground job waits, and a
+    newer background job replaces one that has not started.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._queue: deque[_Job] = deque()
+        self._background: _Job | None = None
+        self._stopped = False
+        self._thread = threading.Thread(target=self._loop, name="groundspec-engine", daemon=True)
+        self._thread.start()
+
+    def submit(
+        self, fn: Callable[[], T], token: CancelToken | None = None, *, background: bool = False
+    ) -> Future[T]:
+        job = _Job(fn, token or CancelToken())
+        with self._cond:
+            if self._stopped:
+                job.future.set_exception(Cancelled())
+                return job.future
+            if background:
+                if self._background is not None:
+                    self._background.future.cancel()
+                self._background = job
+            else:
+                self._queue.append(job)
+            self._cond.notify()
+        return job.future
+
+    def stop(self) -> None:
+        """Finish the running job, drop the queue, end the thread."""
+        with self._cond:
+            self._stopped = True
+            for job in self._queue:
+                job.token.cancel()
+                job.future.cancel()
+            self._queue.clear()
+            self._cond.notify()
+
+    def _next(self) -> _Job | None:
+        with self._cond:
+            while not self._stopped and not self._queue and self._background is None:
+                self._cond.wait()
+            if self._stopped:
+                return None
+            if self._queue:
+                return self._queue.popleft()
+            job, self._background = self._background, None
+            return job
+
+    def _loop(self) -> None:
+        while (job := self._next()) is not None:
+            if job.token.cancelled:
+                # Superseded while queued: never start it.
+                if job.future.set_running_or_notify_cancel():
+                    job.future.set_exception(Cancelled())
+                continue
+            if not job.future.set_running_or_notify_cancel():
+                continue
+            try:
+                job.future.set_result(job.context.run(job.fn))
+            except BaseException as exc:  # delivered to the awaiting handler
+                job.future.set_exception(exc)
+
+
+class EngineHost:
+    """Loads the engine on the worker and hands it out once it is ready."""
+
+    def __init__(self, worker: Worker) -> None:
+        self._worker = worker
+        self._future: Future[Engine] | None = None
+        self._ready: asyncio.Future[Engine] | None = None
+
+    def load(self, loader: Callable[[], Engine]) -> None:
+        """Start loading (call on the event loop); requests queue behind it."""
+        self._future = self._worker.submit(loader)
+        self._ready = asyncio.wrap_future(self._future)
+        self._ready.add_done_callback(_consume_exception)
+
+    @property
+    def engine(self) -> Engine | None:
+        future = self._future
+        if future is None or not future.done() or future.exception() is not None:
+            return None
+        return future.result()
+
+    @property
+    def state(self) -> str:
+        if self._future is None:
+            return "not started"
+        if not self._future.done():
+            return "loading"
+        return "ready" if self._future.exception() is None else "failed"
+
+    async def get(self, wait_s: float) -> Engine:
+        """The engine, waiting up to `wait_s` for it to load."""
+        if self._ready is None:
+            raise EngineUnavailable("groundspec: the engine has not been started")
+        try:
+            return await asyncio.wait_for(asyncio.shield(self._ready), max(wait_s, 0.001))
+        except TimeoutError:
+            raise EngineUnavailable(
+                "groundspec: the models are still loading; try again in a few seconds"
+            ) from None
+        except Exception as exc:
+            raise EngineUnavailable(f"groundspec: the models failed to load: {exc}") from exc
+
+
+def _consume_exception(future: asyncio.Future[Any]) -> None:
+    # A load failure is reported to the user elsewhere; don't log "never retrieved".
+    if not future.cancelled():
+        future.exception()
+
+
+@dataclass
+class _CacheEntry:
+    prefix: str
+    suffix: str
+    text: str
+
+
+class CompletionCache:
+    """Typed-ahead cache: if the user typed the start of the last suggestion, the
+    rest of it is still the answer (greedy decoding is deterministic)."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._entries: OrderedDict[str, _CacheEntry] = OrderedDict()
+
+    def lookup(self, key: str, prefix: str, suffix: str) -> str | None:
+        entry = self._entries.get(key)
+        if entry is None or entry.suffix != suffix or not prefix.startswith(entry.prefix):
+            return None
+        typed = prefix[len(entry.prefix) :]
+        if len(typed) >= len(entry.text) or not entry.text.startswith(typed):
+            return None
+        self._entries.move_to_end(key)
+        return entry.text[len(typed) :]
+
+    def store(self, key: str, prefix: str, suffix: str, text: str) -> None:
+        if self.max_entries == 0 or not text:
+            return
+        self._entries[key] = _CacheEntry(prefix, suffix, text)
+        self._entries.move_to_end(key)
+        while len(self._entries) > self.max_entries:
+            self._entries.popitem(last=False)
+
+    def forget(self, key: str) -> None:
+        self._entries.pop(key, None)
+
+
+class Scheduler:
+    """Per-document debounce and newest-wins on top of the worker."""
+
+    def __init__(self, worker: Worker, host: EngineHost, cache: CompletionCache) -> None:
+        self.worker = worker
+        self.host = host
+        self.cache = cache
+        self._latest: dict[str, CancelToken] = {}
+        self._warm_timers: dict[str, asyncio.TimerHandle] = {}
+        self.cache_hits = 0
+        self.superseded = 0
+        self.warms = 0
+
+    async def complete(
+        self, key: str | None, request: CompletionRequest, *, debounce_s: float, wait_s: float
+    ) -> CompletionResult:
+        """Complete at the cursor. Raises Cancelled if a newer request for `key` came."""
+        prefix, suffix = request.text[: request.cursor], request.text[request.cursor :]
+        if key is not None and (hit := self.cache.lookup(key, prefix, suffix)) is not None:
+            self.cache_hits += 1
+            return CompletionResult(text=hit, stats=Stats(speculation="cache"))
+        token = self._supersede(key)
+        try:
+            if debounce_s > 0:
+                await asyncio.sleep(debounce_s)
+            if token.cancelled:
+                raise Cancelled()
+            engine = await self.host.get(wait_s)
+            result = await self.run(lambda: engine.complete(request, token), token)
+        finally:
+            if key is not None and self._latest.get(key) is token:
+                del self._latest[key]
+        if key is not None:
+            self.cache.store(key, prefix, suffix, result.text)
+        return result
+
+    async def run(self, fn: Callable[[], T], token: CancelToken) -> T:
+        """Run an engine call on the worker; cancelling the awaiting task fires `token`."""
+        future = self.worker.submit(fn, token)
+        try:
+            return await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            token.cancel()  # stops the decode loop at its next round
+            raise
+
+    def schedule_warm(
+        self, key: str, build: Callable[[], CompletionRequest | None], delay_s: float
+    ) -> None:
+        """Warm the KV cache for `key` once it has been idle for `delay_s`."""
+        if (timer := self._warm_timers.pop(key, None)) is not None:
+            timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._warm_timers[key] = loop.call_later(delay_s, self._warm_now, key, build)
+
+    def forget(self, key: str) -> None:
+        """The document closed: stop its work and drop its state."""
+        if (timer := self._warm_timers.pop(key, None)) is not None:
+            timer.cancel()
+        if (token := self._latest.pop(key, None)) is not None:
+            token.cancel()
+        self.cache.forget(key)
+
+    def stats(self) -> dict[str, object]:
+        return {
+            "cacheHits": self.cache_hits,
+            "superseded": self.superseded,
+            "warms": self.warms,
+            "engineState": self.host.state,
+        }
+
+    def _supersede(self, key: str | None) -> CancelToken:
+        token = CancelToken()
+        if key is None:
+            return token
+        previous = self._latest.get(key)
+        if previous is not None:
+            previous.cancel()
+            self.superseded += 1
+        self._latest[key] = token
+        return token
+
+    def _warm_now(self, key: str, build: Callable[[], CompletionRequest | None]) -> None:
+        self._warm_timers.pop(key, None)
+        engine = self.host.engine
+        if engine is None or key in self._latest:
+            return  # not loaded yet, or a completion is already warming it
+        request = build()
+        if request is None:
+            return
+        self.warms += 1
+        future = self.worker.submit(lambda: engine.warm(request), background=True)
+        future.add_done_callback(_log_warm_failure)
+
+
+def _log_warm_failure(future: Future[Any]) -> None:
+    if future.cancelled():
+        return
+    exc = future.exception()
+    if exc is not None and not isinstance(exc, Cancelled):
+        log.warning("warm-up failed: %s", exc)
