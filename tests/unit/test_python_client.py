@@ -1,0 +1,238 @@
+"""The script client (clients/python/groundspec_client.py) against in-memory streams."""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python"))
+
+from groundspec_client import (  # noqa: E402
+    Client,
+    GroundspecError,
+    encode_message,
+    language_id,
+    read_message,
+    utf16_len,
+)
+
+Handler = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], None]
+
+
+def test_encode_then_read_round_trip_with_non_ascii() -> None:
+    message = {"jsonrpc": "2.0", "id": 1, "result": {"text": "naïve → 🎉"}}
+    data = encode_message(message)
+    header, body = data.split(b"\r\n\r\n", 1)
+    assert header == b"Content-Length: %d" % len(body)
+    assert read_message(io.BytesIO(data)) == message
+
+
+def test_read_several_messages_and_extra_headers() -> None:
+    first = encode_message({"id": 1})
+    second = b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n" + encode_message(
+        {"id": 2}
+    )
+    stream = io.BytesIO(first + second)
+    assert read_message(stream) == {"id": 1}
+    assert read_message(stream) == {"id": 2}
+    assert read_message(stream) is None
+
+
+def test_truncated_body_is_end_of_stream() -> None:
+    data = encode_message({"id": 1, "result": "long enough"})
+    assert read_message(io.BytesIO(data[:-3])) is None
+
+
+def test_missing_content_length_is_an_error() -> None:
+    with pytest.raises(GroundspecError):
+        read_message(io.BytesIO(b"X-Other: 1\r\n\r\n{}"))
+
+
+def test_utf16_len_counts_surrogate_pairs() -> None:
+    assert utf16_len("abc") == 3
+    assert utf16_len("é") == 1
+    assert utf16_len("🎉") == 2
+
+
+def test_language_id_from_extension() -> None:
+    assert language_id("a/b.py") == "python"
+    assert language_id("x.RS") == "rust"
+    assert language_id("notes.txt") == "plaintext"
+
+
+class StopServing(Exception):
+    """Raised by a handler to end the fake server without answering."""
+
+
+class FakeServer:
+    """Answers the client over two pipes; `handler(message, send)` decides what to do."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.received: list[dict[str, Any]] = []
+        client_read, server_write = os.pipe()
+        server_read, client_write = os.pipe()
+        self.client_reader = os.fdopen(client_read, "rb")
+        self.client_writer = os.fdopen(client_write, "wb")
+        self._reader = os.fdopen(server_read, "rb")
+        self._writer = os.fdopen(server_write, "wb")
+        self._handler = handler
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def send(self, message: dict[str, Any]) -> None:
+        self._writer.write(encode_message(message))
+        self._writer.flush()
+
+    def _serve(self) -> None:
+        try:
+            while (message := read_message(self._reader)) is not None:
+                self.received.append(message)
+                if message.get("method") == "exit":
+                    break
+                self._handler(message, self.send)
+        except StopServing:
+            pass
+        finally:
+            self._writer.close()
+
+
+def standard(message: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
+    method = message.get("method")
+    if "id" not in message or method is None:
+        return
+    results: dict[str, Any] = {
+        "initialize": {"capabilities": {"inlineCompletionProvider": True}},
+        "shutdown": None,
+        "groundspec/stats": {"requests": 3, "tokensPerSecond": 12.5},
+        "groundspec/complete": {"text": "return a + b", "stats": {"totalMs": 1.0}},
+    }
+    if method in results:
+        send({"jsonrpc": "2.0", "id": message["id"], "result": results[method]})
+    else:
+        send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": method}})
+
+
+@pytest.fixture
+def connected() -> Iterator[tuple[Client, FakeServer]]:
+    server = FakeServer(standard)
+    client = Client(server.client_reader, server.client_writer, timeout=5)
+    client.initialize("/tmp")
+    yield client, server
+    client.close(timeout=2)
+
+
+def test_initialize_sends_initialized_and_keeps_capabilities(
+    connected: tuple[Client, FakeServer],
+) -> None:
+    client, server = connected
+    assert client.capabilities == {"inlineCompletionProvider": True}
+    client.close(timeout=2)  # the server has read everything once it has seen exit
+    methods = [m.get("method") for m in server.received]
+    assert methods == ["initialize", "initialized", "shutdown", "exit"]
+    assert server.received[0]["params"]["rootUri"] == "file:///tmp"
+
+
+def test_complete_with_text_sends_contract_params(connected: tuple[Client, FakeServer]) -> None:
+    client, server = connected
+    result = client.complete(text="def f(a, b):\n    ", line=1, character=4, max_tokens=16)
+    assert result["text"] == "return a + b"
+    sent = server.received[-1]
+    assert sent["method"] == "groundspec/complete"
+    assert sent["params"] == {
+        "text": "def f(a, b):\n    ",
+        "languageId": "python",
+        "position": {"line": 1, "character": 4},
+        "maxTokens": 16,
+    }
+
+
+def test_complete_with_path_opens_the_document_once(
+    connected: tuple[Client, FakeServer], tmp_path: Path
+) -> None:
+    client, server = connected
+    source = tmp_path / "m.py"
+    source.write_text("x = 1\n", encoding="utf-8")
+    client.complete(path=source, line=1, character=0)
+    client.complete(path=source, line=1, character=0)
+    opens = [m for m in server.received if m.get("method") == "textDocument/didOpen"]
+    assert len(opens) == 1
+    assert opens[0]["params"]["textDocument"]["languageId"] == "python"
+    assert server.received[-1]["params"]["textDocument"] == {"uri": source.resolve().as_uri()}
+
+
+def test_complete_needs_exactly_one_source(connected: tuple[Client, FakeServer]) -> None:
+    client, _ = connected
+    with pytest.raises(ValueError):
+        client.complete(line=0, character=0)
+
+
+def test_error_response_raises_with_code(connected: tuple[Client, FakeServer]) -> None:
+    client, _ = connected
+    with pytest.raises(GroundspecError) as info:
+        client.refactor(text="x", start=(0, 0), end=(0, 1), instruction="rename")
+    assert info.value.code == -32601
+
+
+def test_stats(connected: tuple[Client, FakeServer]) -> None:
+    client, _ = connected
+    assert client.stats()["tokensPerSecond"] == 12.5
+
+
+def test_server_requests_are_answered_while_waiting() -> None:
+    """Progress creation and applyEdit arrive in the middle of a request."""
+
+    def handler(message: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
+        if message.get("method") == "groundspec/stats":
+            send({"jsonrpc": "2.0", "id": "p1", "method": "window/workDoneProgress/create"})
+            send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": 1}})
+            edit = {"edit": {"changes": {}}}
+            send({"jsonrpc": "2.0", "id": "e1", "method": "workspace/applyEdit", "params": edit})
+            send({"jsonrpc": "2.0", "id": "u1", "method": "unknown/method"})
+            send({"jsonrpc": "2.0", "id": message["id"], "result": {"ok": True}})
+        else:
+            standard(message, send)
+
+    server = FakeServer(handler)
+    edits: list[dict[str, Any]] = []
+    client = Client(
+        server.client_reader,
+        server.client_writer,
+        timeout=5,
+        on_apply_edit=lambda edit: edits.append(edit) is None,
+    )
+    assert client.stats() == {"ok": True}
+    client.close(timeout=2)
+    replies = {m["id"]: m for m in server.received if "method" not in m}
+    assert replies["p1"]["result"] is None
+    assert replies["e1"]["result"] == {"applied": True}
+    assert replies["u1"]["error"]["code"] == -32601
+    assert edits == [{"changes": {}}]
+    assert client.received_edits == [{"edit": {"changes": {}}}]
+
+
+def test_timeout_cancels_the_request() -> None:
+    server = FakeServer(lambda message, send: None)  # never answers
+    client = Client(server.client_reader, server.client_writer)
+    with pytest.raises(GroundspecError, match="no answer"):
+        client.request("groundspec/stats", {}, timeout=0.2)
+    client.notify("exit", None)
+    client._thread.join(2)
+    cancel = [m for m in server.received if m.get("method") == "$/cancelRequest"]
+    assert cancel == [{"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 1}}]
+
+
+def test_server_going_away_fails_pending_requests() -> None:
+    def handler(message: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
+        raise StopServing
+
+    server = FakeServer(handler)
+    client = Client(server.client_reader, server.client_writer, timeout=5)
+    with pytest.raises(GroundspecError, match="closed"):
+        client.stats()
