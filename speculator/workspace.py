@@ -1,0 +1,693 @@
+"""Workspace index: the project's source files, chunked, for grounding completions.
+
+`WorkspaceIndex` implements `ContextProvider`: `related(path, query, limit)`
+returns the chunks of OTHER files most similar to the text around the cursor
+(the test of the function being written, a sibling module with the same
+pattern). The engine puts them ahead of the FIM window and into its
+prompt-lookup corpus.
+
+Threads: one worker thread owns every write (the initial scan, then the
+debounced watchdog events, one file or one subtree at a time); the request
+thread only reads, under a lock held for the few milliseconds of scoring.
+See docs/workspace.md for the design and measured memory/latency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+import json
+import logging
+import math
+import os
+import re
+import stat
+import sys
+import threading
+import time
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import msgspec
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+from watchdog.observers.api import BaseObserver, ObservedWatch
+
+from .chunks import Chunk, identifiers, split_lines
+from .types import Snippet
+
+log = logging.getLogger(__name__)
+
+SOURCE_EXTENSIONS = frozenset(
+    ".py .pyi .js .mjs .cjs .jsx .ts .tsx .go .rs .c .h .cc .cpp .hpp .java .kt .rb .php"
+    " .cs .swift .scala .lua .sh .sql".split()
+)
+# Never indexed even without a .gitignore; hidden directories (.git, .venv) too.
+SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
+STICKY = 1.25  # score bonus for chunks returned last time: keeps the prompt prefix stable
+
+
+class IndexLimits(msgspec.Struct, frozen=True, kw_only=True):
+    max_file_bytes: int = 256 * 1024  # larger files are skipped (generated, vendored)
+    max_total_chars: int = 32 * 1024 * 1024  # text held in memory, all files
+    max_files: int = 20_000
+    max_chunks: int = 60_000
+    chunk_lines: int = 32
+    chunk_chars: int = 4096
+    debounce_s: float = 0.1  # an event waits this long for the burst to end
+    query_budget: int = 8_000  # postings visited per related() call (bounds latency)
+    candidates: int = 64  # best raw scores that get the finer ranking
+
+
+# ---------------------------------------------------------------- .gitignore
+
+
+class IgnoreRule(NamedTuple):
+    regex: re.Pattern[str]  # matches a path relative to the .gitignore's directory
+    negate: bool
+    dir_only: bool
+
+
+def parse_gitignore(text: str) -> list[IgnoreRule]:
+    """Rules of one .gitignore: globs, `dir/`, `/anchored`, `**`, `!negation`."""
+    rules = []
+    for line in text.splitlines():
+        rule = _parse_rule(line.rstrip(" "))
+        if rule is not None:
+            rules.append(rule)
+    return rules
+
+
+def _parse_rule(line: str) -> IgnoreRule | None:
+    if not line or line.startswith("#"):
+        return None
+    negate = line.startswith("!")
+    line = line[1:] if negate else line
+    line = line[1:] if line.startswith("\\") else line  # \# and \! are literal
+    dir_only = line.endswith("/")
+    line = line.rstrip("/")
+    if not line:
+        return None
+    # A slash anywhere but the end anchors the pattern to the .gitignore's directory.
+    prefix = "" if "/" in line else "(?:.*/)?"
+    regex = re.compile(f"^{prefix}{_glob_to_regex(line.lstrip('/'))}$", re.DOTALL)
+    return IgnoreRule(regex, negate, dir_only)
+
+
+def _glob_to_regex(glob: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        elif glob[i] == "[" and (end := glob.find("]", i + 2)) > 0:
+            body = glob[i + 1 : end]
+            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            i = end + 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return "".join(out)
+
+
+# ---------------------------------------------------------------- the index
+
+
+class _FileEntry(NamedTuple):
+    mtime_ns: int
+    size: int
+    chunk_ids: tuple[int, ...]
+
+
+class WorkspaceIndex:
+    """A bounded, watched index of the source files under `root`."""
+
+    def __init__(self, root: str, limits: IndexLimits | None = None, *, watch: bool = True):
+        self.root = os.path.realpath(root)
+        self.limits = limits or IndexLimits()
+        self._watch = watch
+        # Guarded by _lock (written by the worker, read by related()).
+        self._lock = threading.Lock()
+        self._files: dict[str, _FileEntry] = {}
+        self._chunks: dict[int, Chunk] = {}
+        # identifier -> ids of the chunks that contain it, ascending; an array
+        # costs 4 bytes an id where a set costs ~40 (and most lists hold 1 id)
+        self._postings: dict[str, array[int]] = {}
+        self._total_chars = 0
+        self._total_tokens = 0
+        self._next_id = 0
+        self._last: OrderedDict[str | None, list[int]] = OrderedDict()  # last answer per path
+        # Worker thread only.
+        self._rules: dict[str, list[IgnoreRule]] = {}  # directory -> its .gitignore
+        self._observer: BaseObserver | None = None
+        self._handler = _Handler(self)
+        self._watches: dict[str, ObservedWatch] = {}  # top-level directory -> watch
+        self._full_logged = False
+        # Guarded by _wake: path -> (first event, time it may be synced).
+        self._wake = threading.Condition()
+        self._pending: dict[str, tuple[float, float]] = {}
+        self._stopping = False
+        self._ready = threading.Event()
+        self._worker: threading.Thread | None = None
+
+    # -- lifecycle
+
+    def start(self) -> WorkspaceIndex:
+        """Scan and watch in a background thread; returns at once."""
+        self._worker = threading.Thread(target=self._run, name="workspace-index", daemon=True)
+        self._worker.start()
+        return self
+
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """True once the initial scan has finished."""
+        return self._ready.wait(timeout)
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the worker and the watchdog observer; the index stays readable."""
+        with self._wake:
+            self._stopping = True
+            self._wake.notify_all()
+        if self._worker is not None:
+            self._worker.join(timeout)
+        if self._observer is not None:
+            self._observer.stop()
+            self._observer.join(timeout)
+            self._observer = None
+
+    def __enter__(self) -> WorkspaceIndex:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- queries (any thread)
+
+    def related(self, path: str | None, query: str, limit: int) -> list[Snippet]:
+        """Up to `limit` chunks of other files most similar to `query`.
+
+        Chunks returned for `path` last time come first, in the same order, while
+        they stay among the best (so the prompt prefix built from them is stable).
+        Snippet paths are relative to the root, with `/` separators.
+        """
+        if limit <= 0:
+            return []
+        own = os.path.realpath(path) if path else None
+        words = identifiers(query)
+        with self._lock:
+            chosen = self._choose(own, self._score(words, own), limit)
+            return [self._snippet(self._chunks[cid]) for cid in chosen]
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return {
+                "files": len(self._files),
+                "chunks": len(self._chunks),
+                "chars": self._total_chars,
+                "identifiers": len(self._postings),
+                "postings": self._total_tokens,
+            }
+
+    def files(self) -> list[str]:
+        """Indexed paths (absolute), sorted."""
+        with self._lock:
+            return sorted(self._files)
+
+    def _score(self, words: tuple[str, ...], own: str | None) -> dict[int, float]:
+        """Scores of the best candidate chunks outside `own`, higher is better."""
+        raw = self._overlap(words)
+        own_entry = self._files.get(own) if own else None
+        for cid in own_entry.chunk_ids if own_entry else ():
+            raw.pop(cid, None)
+        best = heapq.nlargest(self.limits.candidates, raw, key=raw.__getitem__)
+        mean = self._total_tokens / max(1, len(self._chunks))
+        affinity: dict[str, float] = {}
+        scores = {}
+        for cid in best:
+            chunk = self._chunks[cid]
+            if chunk.path not in affinity:
+                affinity[chunk.path] = _name_affinity(own, chunk.path)
+            # BM25-like length normalisation: big chunks match more by chance.
+            norm = 0.5 + 0.5 * len(chunk.tokens) / mean
+            scores[cid] = raw[cid] * affinity[chunk.path] / norm
+        return scores
+
+    def _overlap(self, words: tuple[str, ...]) -> dict[int, float]:
+        """Sum of the IDF of the identifiers each chunk shares with `words`."""
+        n = len(self._chunks)
+        lists = sorted((self._postings[w] for w in words if w in self._postings), key=len)
+        budget = self.limits.query_budget
+        raw: dict[int, float] = {}
+        for ids in lists:  # rarest identifiers first; common ones fall out of the budget
+            if len(ids) > budget:
+                break
+            budget -= len(ids)
+            weight = math.log(1 + n / len(ids))
+            for cid in ids:
+                raw[cid] = raw.get(cid, 0.0) + weight
+        return raw
+
+    def _choose(self, own: str | None, scores: dict[int, float], limit: int) -> list[int]:
+        previous = self._last.get(own, [])
+        for cid in previous:
+            if cid in scores:
+                scores[cid] *= STICKY
+        chunks = self._chunks
+        best = heapq.nsmallest(
+            limit, scores, key=lambda c: (-scores[c], chunks[c].path, chunks[c].start_line)
+        )
+        chosen = [cid for cid in previous if cid in best]
+        chosen += [cid for cid in best if cid not in chosen]
+        self._last[own] = chosen
+        self._last.move_to_end(own)
+        if len(self._last) > 64:
+            self._last.popitem(last=False)
+        return chosen
+
+    def _snippet(self, chunk: Chunk) -> Snippet:
+        rel = os.path.relpath(chunk.path, self.root).replace(os.sep, "/")
+        return Snippet(path=rel, text=chunk.text)
+
+    # -- the worker thread
+
+    def _run(self) -> None:
+        started = time.monotonic()
+        if self._watch:
+            self._start_observer()  # before the scan, so no edit falls between
+        self._scan_tree(self.root)
+        self._ready.set()
+        stats = self.stats()
+        log.info(
+            "workspace %s: %d files, %d chunks in %.2f s",
+            self.root,
+            stats["files"],
+            stats["chunks"],
+            time.monotonic() - started,
+        )
+        while (paths := self._next_due()) is not None:
+            for path in paths:
+                self._sync(path)
+
+    def _next_due(self) -> list[str] | None:
+        """Block until some pending paths are due; None when stopping."""
+        with self._wake:
+            while not self._stopping:
+                now = time.monotonic()
+                due = sorted(p for p, (_, at) in self._pending.items() if at <= now)
+                if due:
+                    for path in due:
+                        del self._pending[path]
+                    return due
+                wait = min((at for _, at in self._pending.values()), default=now + 3600) - now
+                self._wake.wait(wait)
+            return None
+
+    def schedule(self, path: str) -> None:
+        """Re-read `path` (file or directory) soon; bursts on one path coalesce."""
+        now = time.monotonic()
+        with self._wake:
+            first, _ = self._pending.get(path, (now, now))
+            # Trailing debounce, but a file written continuously is still synced.
+            at = min(now + self.limits.debounce_s, first + 5 * self.limits.debounce_s)
+            self._pending[path] = (first, at)
+            self._wake.notify()
+
+    def _sync(self, path: str) -> None:
+        """Make the index agree with the disk for one path (file, directory or gone)."""
+        if os.path.basename(path) == ".gitignore":
+            self._load_rules(os.path.dirname(path))
+            self._scan_tree(os.path.dirname(path))
+            return
+        try:
+            st: os.stat_result | None = os.lstat(path)
+        except OSError:
+            st = None
+        if st is not None and stat.S_ISDIR(st.st_mode) and not self._ignored(path, True):
+            self._watch_top_dir(path)
+            self._scan_tree(path)
+        elif st is not None and stat.S_ISREG(st.st_mode) and _is_source(path):
+            if self._ignored(path, False):
+                self._remove_under(path)
+            else:
+                self._index_file(path, st)
+        else:
+            self._unwatch_top_dir(path)
+            self._remove_under(path)
+
+    def _scan_tree(self, top: str) -> None:
+        """Index new and changed files under `top`, drop the ones no longer there."""
+        found = dict(self._walk(top))
+        with self._lock:
+            stale = [p for p in self._files if _under(p, top) and p not in found]
+        for path in stale:
+            self._remove(path)
+        for path, st in found.items():
+            if self._stopping:
+                return
+            self._index_file(path, st)
+
+    def _walk(self, top: str) -> Iterator[tuple[str, os.stat_result]]:
+        """Source files under `top` in sorted order, pruning ignored directories."""
+        stack = [top]
+        while stack and not self._stopping:
+            directory = stack.pop()
+            self._load_rules(directory)
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:
+                continue
+            subdirs = []
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if not _skip_dir(entry.name) and not self._matches(entry.path, True):
+                        subdirs.append(entry.path)
+                elif entry.is_file(follow_symlinks=False) and _is_source(entry.name):
+                    st = _stat(entry)
+                    if st is not None and not self._matches(entry.path, False):
+                        yield entry.path, st
+            stack.extend(reversed(subdirs))
+
+    def _load_rules(self, directory: str) -> None:
+        try:
+            with open(os.path.join(directory, ".gitignore"), encoding="utf-8") as f:
+                self._rules[directory] = parse_gitignore(f.read())
+        except (OSError, UnicodeDecodeError):
+            self._rules.pop(directory, None)
+
+    def _matches(self, path: str, is_dir: bool) -> bool:
+        """Do the .gitignore rules of `path`'s ancestors exclude it? (last match wins)"""
+        bases = []
+        directory = os.path.dirname(path)
+        while len(directory) >= len(self.root):
+            if directory in self._rules:
+                bases.append(directory)
+            directory = os.path.dirname(directory)
+        excluded = False
+        for base in reversed(bases):
+            rel = path[len(base) + 1 :].replace(os.sep, "/")
+            for rule in self._rules[base]:
+                if (is_dir or not rule.dir_only) and rule.regex.match(rel):
+                    excluded = not rule.negate
+        return excluded
+
+    def _ignored(self, path: str, is_dir: bool) -> bool:
+        """Like _matches, but also true when a parent directory is excluded."""
+        if path == self.root:
+            return False
+        if not _under(path, self.root):
+            return True
+        current = self.root
+        parts = path[len(self.root) + 1 :].split(os.sep)
+        for i, name in enumerate(parts):
+            current = os.path.join(current, name)
+            as_dir = is_dir or i < len(parts) - 1
+            if (as_dir and _skip_dir(name)) or self._matches(current, as_dir):
+                return True
+        return False
+
+    def _index_file(self, path: str, st: os.stat_result) -> None:
+        entry = self._files.get(path)  # only this thread writes _files
+        if entry is not None and (entry.mtime_ns, entry.size) == (st.st_mtime_ns, st.st_size):
+            return
+        text = _read_source(path, self.limits.max_file_bytes) if st.st_size else ""
+        if text is None:
+            self._remove(path)
+            return
+        pieces = split_lines(text, self.limits.chunk_lines, self.limits.chunk_chars)
+        chunks = [Chunk(path, start, piece) for start, piece in pieces]
+        with self._lock:
+            self._remove_locked(path)
+            if self._fits(chunks):
+                self._add_locked(path, st, chunks)
+
+    def _fits(self, chunks: list[Chunk]) -> bool:
+        limits = self.limits
+        fits = (
+            len(self._files) < limits.max_files
+            and len(self._chunks) + len(chunks) <= limits.max_chunks
+            and self._total_chars + sum(len(c.text) for c in chunks) <= limits.max_total_chars
+        )
+        if not fits and not self._full_logged:
+            log.warning("workspace index is full (%s); skipping further files", limits)
+            self._full_logged = True
+        return fits
+
+    def _add_locked(self, path: str, st: os.stat_result, chunks: list[Chunk]) -> None:
+        chunk_ids = []
+        for chunk in chunks:
+            cid = self._next_id
+            self._next_id += 1
+            chunk_ids.append(cid)
+            self._chunks[cid] = chunk
+            for word in chunk.tokens:
+                ids = self._postings.get(word)
+                if ids is None:
+                    self._postings[word] = array("I", (cid,))
+                else:
+                    ids.append(cid)
+            self._total_chars += len(chunk.text)
+            self._total_tokens += len(chunk.tokens)
+        self._files[path] = _FileEntry(st.st_mtime_ns, st.st_size, tuple(chunk_ids))
+
+    def _remove(self, path: str) -> None:
+        with self._lock:
+            self._remove_locked(path)
+
+    def _remove_locked(self, path: str) -> None:
+        entry = self._files.pop(path, None)
+        if entry is None:
+            return
+        for cid in entry.chunk_ids:
+            chunk = self._chunks.pop(cid)
+            for word in chunk.tokens:
+                ids = self._postings[word]
+                ids.remove(cid)
+                if not ids:
+                    del self._postings[word]
+            self._total_chars -= len(chunk.text)
+            self._total_tokens -= len(chunk.tokens)
+
+    def _remove_under(self, path: str) -> None:
+        with self._lock:
+            for indexed in [p for p in self._files if _under(p, path)]:
+                self._remove_locked(indexed)
+
+    # -- watching
+
+    def _start_observer(self) -> None:
+        """Watch the root flat and each top-level source directory recursively.
+
+        A single recursive watch on the root would also put inotify watches on
+        every directory of node_modules/ and .venv/; this prunes them.
+        """
+        self._observer = Observer()
+        self._schedule_watch(self.root, recursive=False)
+        self._load_rules(self.root)
+        try:
+            names = sorted(os.listdir(self.root))
+        except OSError:
+            names = []
+        for name in names:
+            path = os.path.join(self.root, name)
+            if os.path.isdir(path) and not os.path.islink(path) and not self._ignored(path, True):
+                self._watch_top_dir(path)
+        self._observer.start()
+
+    def _schedule_watch(self, path: str, recursive: bool) -> None:
+        if self._observer is None:
+            return
+        try:
+            self._watches[path] = self._observer.schedule(self._handler, path, recursive=recursive)
+        except OSError as e:  # e.g. the inotify watch limit
+            log.warning("cannot watch %s: %s; edits there will not be seen", path, e)
+
+    def _watch_top_dir(self, path: str) -> None:
+        if os.path.dirname(path) == self.root and path not in self._watches:
+            self._schedule_watch(path, recursive=True)
+
+    def _unwatch_top_dir(self, path: str) -> None:
+        watch = self._watches.pop(path, None)
+        if watch is not None and self._observer is not None and path != self.root:
+            try:
+                self._observer.unschedule(watch)
+            except (KeyError, OSError):
+                pass  # the emitter already stopped when its directory went away
+
+
+class _Handler(FileSystemEventHandler):
+    """Turns watchdog events into debounced paths for the worker."""
+
+    def __init__(self, index: WorkspaceIndex) -> None:
+        self._index = index
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type not in ("created", "deleted", "modified", "moved"):
+            return  # opened/closed events duplicate "modified"
+        if event.is_directory and event.event_type == "modified":
+            return  # a child changed: its own event covers it
+        for raw in (event.src_path, event.dest_path):
+            path = os.fsdecode(raw)
+            if path and (event.is_directory or _is_source(path) or path.endswith(".gitignore")):
+                self._index.schedule(path)
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def _is_source(path: str) -> bool:
+    return os.path.splitext(path)[1] in SOURCE_EXTENSIONS
+
+
+def _skip_dir(name: str) -> bool:
+    return name.startswith(".") or name in SKIP_DIRS
+
+
+def _stat(entry: os.DirEntry[str]) -> os.stat_result | None:
+    try:
+        return entry.stat(follow_symlinks=False)
+    except OSError:  # deleted since scandir
+        return None
+
+
+def _under(path: str, top: str) -> bool:
+    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
+
+
+def _read_source(path: str, max_bytes: int) -> str | None:
+    """The file's text, or None when it is too big, binary or unreadable."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError:
+        return None
+    if len(data) > max_bytes or b"\0" in data[:8192]:
+        return None
+    return data.decode("utf-8", errors="replace")
+
+
+def _core_name(path: str) -> str:
+    """`test_parser.py`, `parser_test.go`, `parser.spec.ts` -> `parser`."""
+    name = os.path.basename(path).split(".")[0]
+    for affix in ("test_", "_test", "tests_", "_tests", "_spec"):
+        name = name.removeprefix(affix) if affix.endswith("_") else name.removesuffix(affix)
+    return name
+
+
+def _name_affinity(own: str | None, other: str) -> float:
+    """A file and its test (or a same-named module elsewhere) are likely related."""
+    if own is None:
+        return 1.0
+    return 1.5 if _core_name(own) == _core_name(other) else 1.0
+
+
+# ---------------------------------------------------------------- measurement
+
+
+def make_synthetic_repo(root: str, n_files: int, seed: int = 0) -> None:
+    """Write `n_files` Python modules (20 per package, ~120 lines, half tests)."""
+    import random
+
+    rng = random.Random(seed)
+    nouns = [
+        f"{a}{b}"
+        for a in ("user", "order", "item", "cache", "token", "node", "frame")
+        for b in ("", "_id", "_map", "_list", "_count", "_name", "_path", "_spec")
+    ]
+    for i in range(n_files):
+        package = os.path.join(root, f"pkg{i // 20:03d}")
+        os.makedirs(package, exist_ok=True)
+        name = f"mod{i:05d}"
+        lines = [f'"""Module {name}."""', "", "import os", ""]
+        for j in range(8):
+            a, b = rng.sample(nouns, 2)
+            lines += [
+                f"def {name}_{a}_{j}({a}, {b}=None):",
+                f'    """Return the {a} of {b}."""',
+                f"    if {b} is None:",
+                f"        {b} = {rng.randint(0, 999)}",
+                f"    result = [{a}, {b}, {name}_helper_{rng.randint(0, 9999)}]",
+                "    for value in result:",
+                "        if value:",
+                "            return value",
+                f"    return os.path.join(str({a}), str({b}))",
+                "",
+                "",
+            ]
+        suffix = "_test" if i % 2 else ""
+        with open(os.path.join(package, f"{name}{suffix}.py"), "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+
+
+def _rss_kib() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def measure(root: str, queries: int = 200) -> dict[str, object]:
+    """Index `root`, then time related() on chunks taken from its own files."""
+    import gc
+    import random
+
+    gc.collect()
+    before = _rss_kib()
+    started = time.perf_counter()
+    index = WorkspaceIndex(root).start()
+    index.wait_ready()
+    scan_s = time.perf_counter() - started
+    gc.collect()
+    after = _rss_kib()
+    rng = random.Random(1)
+    files = index.files()
+    timings = []
+    for _ in range(queries):
+        path = rng.choice(files)
+        with open(path, encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+        start = rng.randrange(max(1, len(lines) - 40))
+        query = "\n".join(lines[start : start + 40])
+        t = time.perf_counter()
+        index.related(path, query, 4)
+        timings.append((time.perf_counter() - t) * 1000)
+    index.stop()
+    timings.sort()
+    return {
+        **index.stats(),
+        "scan_s": round(scan_s, 2),
+        "rss_delta_mib": round((after - before) / 1024, 1),
+        "rss_total_mib": round(after / 1024, 1),
+        "related_ms_p50": round(timings[len(timings) // 2], 2),
+        "related_ms_p95": round(timings[int(len(timings) * 0.95)], 2),
+        "related_ms_max": round(timings[-1], 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m speculator.workspace")
+    parser.add_argument("--measure", metavar="DIR", required=True, help="index DIR and report")
+    parser.add_argument("--generate", type=int, metavar="N", help="first write N synthetic files")
+    args = parser.parse_args(argv)
+    if args.generate:
+        make_synthetic_repo(args.measure, args.generate)
+    sys.stdout.write(json.dumps(measure(args.measure), indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""The workspace index: what it covers, how it follows edits, what related() picks."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from speculator.chunks import identifiers, split_lines
+from speculator.workspace import IndexLimits, WorkspaceIndex, parse_gitignore
+
+
+def eventually(predicate: Callable[[], bool], timeout: float = 1.0) -> bool:
+    """Poll `predicate` until it holds or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.01)
+    return predicate()
+
+
+def write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def indexed(index: WorkspaceIndex) -> set[str]:
+    return {os.path.relpath(p, index.root) for p in index.files()}
+
+
+@pytest.fixture
+def watched(tmp_path: Path) -> Iterator[WorkspaceIndex]:
+    write(tmp_path, "src/app.py", "def main():\n    return 1\n")
+    index = WorkspaceIndex(str(tmp_path)).start()
+    assert index.wait_ready(5)
+    yield index
+    index.stop()
+
+
+# ---------------------------------------------------------------- pure parts
+
+
+def ignored(text: str, rel: str, is_dir: bool = False) -> bool:
+    result = False
+    for rule in parse_gitignore(text):
+        if (is_dir or not rule.dir_only) and rule.regex.match(rel):
+            result = not rule.negate
+    return result
+
+
+def test_gitignore_patterns() -> None:
+    rules = "# comment\n*.log\nbuild/\n/top.py\ndocs/**/gen_*.py\n!keep.log\n"
+    assert ignored(rules, "a.log") and ignored(rules, "deep/er/a.log")
+    assert not ignored(rules, "keep.log")
+    assert ignored(rules, "build", is_dir=True) and ignored(rules, "x/build", is_dir=True)
+    assert not ignored(rules, "build")  # `build/` matches directories only
+    assert ignored(rules, "top.py") and not ignored(rules, "sub/top.py")
+    assert ignored(rules, "docs/gen_a.py") and ignored(rules, "docs/x/y/gen_b.py")
+    assert not ignored(rules, "src/gen_a.py")
+
+
+def test_split_lines_cuts_at_top_level_lines() -> None:
+    body = "".join(f"def f{i}():\n" + "    x = 1\n" * 9 for i in range(10))  # 10-line defs
+    pieces = split_lines(body, target_lines=32)
+    assert [start for start, _ in pieces] == [0, 40, 80]  # first top-level line after 32
+    assert "".join(text for _, text in pieces) == body
+    assert all(len(text.splitlines()) <= 48 for _, text in split_lines("x\n" * 500))
+
+
+def test_identifiers_are_distinct_and_skip_short_words() -> None:
+    assert identifiers("a = parse_header(ab, parse_header) + x1y") == ("parse_header", "x1y")
+
+
+# ---------------------------------------------------------------- coverage
+
+
+def test_scan_respects_gitignore_size_and_binary(tmp_path: Path) -> None:
+    write(tmp_path, ".gitignore", "build/\n*.gen.py\n!keep.gen.py\n/anchored.py\n")
+    write(tmp_path, "pkg/.gitignore", "local.py\n")
+    for rel in (
+        "src/a.py",
+        "keep.gen.py",
+        "sub/anchored.py",
+        "build/out.py",
+        "x.gen.py",
+        "anchored.py",
+        "pkg/local.py",
+        "pkg/ok.py",
+        "node_modules/m/index.js",
+        ".venv/lib.py",
+        "notes.txt",
+    ):
+        write(tmp_path, rel, "value = 1\n")
+    write(tmp_path, "big.py", "x = 1\n" * 50_000)  # 300 KB > 256 KB
+    (tmp_path / "blob.py").write_bytes(b"abc\0def\n")
+    with WorkspaceIndex(str(tmp_path), watch=False) as index:
+        assert index.wait_ready(5)
+        assert indexed(index) == {"src/a.py", "keep.gen.py", "sub/anchored.py", "pkg/ok.py"}
+
+
+def test_caps_bound_files_chunks_and_text(tmp_path: Path) -> None:
+    for i in range(20):
+        write(tmp_path, f"m{i:02d}.py", "def f():\n    return 1\n" * 40)  # 2 chunks, 880 chars
+    for limits, key, cap in (
+        (IndexLimits(max_files=5), "files", 5),
+        (IndexLimits(max_chunks=7), "chunks", 7),
+        (IndexLimits(max_total_chars=4000), "chars", 4000),
+    ):
+        with WorkspaceIndex(str(tmp_path), limits, watch=False) as index:
+            assert index.wait_ready(5)
+            stats = index.stats()
+        assert 0 < stats[key] <= cap, (key, stats)
+        assert stats["files"] < 20
+
+
+# ---------------------------------------------------------------- watching
+
+
+def test_create_modify_delete_rename_within_a_second(
+    watched: WorkspaceIndex, tmp_path: Path
+) -> None:
+    path = write(tmp_path, "src/new_mod.py", "def alpha_beta():\n    pass\n")
+    assert eventually(lambda: "src/new_mod.py" in indexed(watched))
+
+    path.write_text("def gamma_delta():\n    pass\n")
+    assert eventually(lambda: _texts(watched, "gamma_delta") == ["def gamma_delta():\n    pass\n"])
+    assert _texts(watched, "alpha_beta") == []
+
+    path.rename(tmp_path / "src" / "renamed.py")
+    assert eventually(lambda: "src/renamed.py" in indexed(watched))
+    assert eventually(lambda: "src/new_mod.py" not in indexed(watched))
+
+    (tmp_path / "src" / "renamed.py").unlink()
+    assert eventually(lambda: indexed(watched) == {"src/app.py"})
+
+
+def test_new_and_moved_directories_are_followed(watched: WorkspaceIndex, tmp_path: Path) -> None:
+    write(tmp_path, "lib/deep/util.py", "def util_fn():\n    pass\n")  # a new top-level dir
+    assert eventually(lambda: "lib/deep/util.py" in indexed(watched))
+    (tmp_path / "lib").rename(tmp_path / "lib2")
+    assert eventually(lambda: indexed(watched) == {"src/app.py", "lib2/deep/util.py"})
+    write(tmp_path, "lib2/deep/more.py", "x = 1\n")  # the moved directory is still watched
+    assert eventually(lambda: "lib2/deep/more.py" in indexed(watched))
+
+
+def test_gitignore_edit_applies(watched: WorkspaceIndex, tmp_path: Path) -> None:
+    write(tmp_path, "src/gen.py", "x = 1\n")
+    assert eventually(lambda: "src/gen.py" in indexed(watched))
+    write(tmp_path, ".gitignore", "gen.py\n")
+    assert eventually(lambda: "src/gen.py" not in indexed(watched))
+    (tmp_path / ".gitignore").unlink()
+    assert eventually(lambda: "src/gen.py" in indexed(watched))
+
+
+def test_ignored_and_binary_files_stay_out_while_watching(
+    watched: WorkspaceIndex, tmp_path: Path
+) -> None:
+    write(tmp_path, "node_modules/pkg/index.js", "module.exports = 1\n")
+    (tmp_path / "src" / "blob.py").write_bytes(b"\0" * 10)
+    write(tmp_path, "src/marker.py", "x = 1\n")  # events are handled in order of arrival
+    assert eventually(lambda: "src/marker.py" in indexed(watched))
+    time.sleep(0.2)  # one debounce period for the others to have been seen
+    assert indexed(watched) == {"src/app.py", "src/marker.py"}
+
+
+def test_stop_shuts_the_observer_down(tmp_path: Path) -> None:
+    index = WorkspaceIndex(str(tmp_path)).start()
+    assert index.wait_ready(5)
+    observer, worker = index._observer, index._worker
+    assert observer is not None and worker is not None and observer.is_alive()
+    index.stop()
+    assert not observer.is_alive() and not worker.is_alive()
+    assert index.related(None, "anything", 3) == []  # still readable after stop
+
+
+def test_related_is_safe_while_files_change(watched: WorkspaceIndex, tmp_path: Path) -> None:
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def reader() -> None:
+        while not done.is_set():
+            try:
+                watched.related(None, "def churn_fn value", 4)
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    for i in range(20):
+        write(tmp_path, f"src/churn{i % 4}.py", f"def churn_fn():\n    value = {i}\n")
+    assert eventually(lambda: len(_texts(watched, "churn_fn")) == 4)
+    done.set()
+    thread.join()
+    assert errors == []
+
+
+# ---------------------------------------------------------------- related()
+
+PARSER = '''"""Parse HTTP-ish headers."""
+
+
+def parse_header(line):
+    name, _, value = line.partition(":")
+    return name.strip().lower(), value.strip()
+
+
+def format_header(name, value):
+    return f"{name}: {value}"
+'''
+
+TEST_PARSER = """from parser import format_header, parse_header
+
+
+def test_parse_header():
+    assert parse_header("Content-Type: text") == ("content-type", "text")
+
+
+def test_format_header():
+    assert format_header("a", "b") == "a: b"
+"""
+
+OTHER = """def load_{n}(path):
+    with open(path) as f:
+        value = f.read()
+    return value.strip()
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[WorkspaceIndex]:
+    write(tmp_path, "pkg/parser.py", PARSER)
+    write(tmp_path, "tests/test_parser.py", TEST_PARSER)
+    for n in range(10):
+        write(tmp_path, f"pkg/loader{n}.py", OTHER.format(n=n))
+    with WorkspaceIndex(str(tmp_path), watch=False) as index:
+        assert index.wait_ready(5)
+        yield index
+
+
+def test_related_picks_the_sibling_test_and_never_the_file_itself(
+    project: WorkspaceIndex,
+) -> None:
+    path = os.path.join(project.root, "pkg", "parser.py")
+    query = PARSER + "\n\ndef parse_headers(lines):\n    return [parse_header(l"
+    snippets = project.related(path, query, 2)
+    assert snippets[0].path == "tests/test_parser.py"
+    assert all(s.path != "pkg/parser.py" for s in snippets)
+    assert project.related(path, query, 0) == []
+
+
+def test_related_is_stable_across_keystrokes(project: WorkspaceIndex) -> None:
+    path = os.path.join(project.root, "pkg", "loader0.py")
+    query = "def read_all(path):\n    with open(path) as f:\n        value = f.read()\n"
+    first = project.related(path, query, 3)
+    assert len(first) == 3
+    for typed in ("    r", "    re", "    ret", "    return value.st"):
+        assert project.related(path, query + typed, 3) == first
+    # Another file's history does not change this one's answer.
+    project.related(None, "parse_header format_header", 3)
+    assert project.related(path, query, 3) == first
+
+
+def _texts(index: WorkspaceIndex, word: str) -> list[str]:
+    """Texts of indexed chunks containing `word` (via related from no file)."""
+    return [s.text for s in index.related(None, word, 10) if word in s.text]
