@@ -46,6 +46,7 @@ SOURCE_EXTENSIONS = frozenset(
 )
 # Never indexed even without a .gitignore; hidden directories (.git, .venv) too.
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
+MAX_TOP_WATCHES = 16  # inotify instances per index, beyond it one recursive watch
 STICKY = 1.25  # score bonus for chunks returned last time: keeps the prompt prefix stable
 
 
@@ -148,7 +149,8 @@ class WorkspaceIndex:
         self._total_chars = 0
         self._total_tokens = 0
         self._next_id = 0
-        self._last: OrderedDict[str | None, list[int]] = OrderedDict()  # last answer per path
+        # The last answer per path, as (path, start_line): survives re-indexing.
+        self._last: OrderedDict[str | None, list[tuple[str, int]]] = OrderedDict()
         # Worker thread only.
         self._rules: dict[str, list[IgnoreRule]] = {}  # directory -> its .gitignore
         self._observer: BaseObserver | None = None
@@ -259,17 +261,20 @@ class WorkspaceIndex:
         return raw
 
     def _choose(self, own: str | None, scores: dict[int, float], limit: int) -> list[int]:
-        previous = self._last.get(own, [])
-        for cid in previous:
-            if cid in scores:
-                scores[cid] *= STICKY
+        """The `limit` best chunks; last answer's survivors first, in their old order."""
         chunks = self._chunks
-        best = heapq.nsmallest(
-            limit, scores, key=lambda c: (-scores[c], chunks[c].path, chunks[c].start_line)
-        )
-        chosen = [cid for cid in previous if cid in best]
-        chosen += [cid for cid in best if cid not in chosen]
-        self._last[own] = chosen
+
+        def where(cid: int) -> tuple[str, int]:
+            return chunks[cid].path, chunks[cid].start_line
+
+        place = {key: i for i, key in enumerate(self._last.get(own, []))}
+        for cid in scores:
+            if where(cid) in place:
+                scores[cid] *= STICKY
+        best = heapq.nsmallest(limit, scores, key=lambda c: (-scores[c], where(c)))
+        # sorted() is stable: survivors by their old place, then new ones by score.
+        chosen = sorted(best, key=lambda c: place.get(where(c), len(place)))
+        self._last[own] = [where(c) for c in chosen]
         self._last.move_to_end(own)
         if len(self._last) > 64:
             self._last.popitem(last=False)
@@ -325,15 +330,18 @@ class WorkspaceIndex:
 
     def _sync(self, path: str) -> None:
         """Make the index agree with the disk for one path (file, directory or gone)."""
-        if os.path.basename(path) == ".gitignore":
-            self._load_rules(os.path.dirname(path))
-            self._scan_tree(os.path.dirname(path))
+        directory = os.path.dirname(path)
+        if os.path.basename(path) == ".gitignore" and not self._ignored(directory, True):
+            self._scan_tree(directory)  # reloads the rules and re-applies them below
+            if directory == self.root:
+                self._watch_top_dirs()  # a directory may have been un-ignored
             return
         try:
             st: os.stat_result | None = os.lstat(path)
         except OSError:
             st = None
         if st is not None and stat.S_ISDIR(st.st_mode) and not self._ignored(path, True):
+            self._unwatch_top_dir(path)  # it may be a new directory at an old path
             self._watch_top_dir(path)
             self._scan_tree(path)
         elif st is not None and stat.S_ISREG(st.st_mode) and _is_source(path):
@@ -489,36 +497,52 @@ class WorkspaceIndex:
         """Watch the root flat and each top-level source directory recursively.
 
         A single recursive watch on the root would also put inotify watches on
-        every directory of node_modules/ and .venv/; this prunes them.
+        every directory of node_modules/ and .venv/; this prunes them. Each
+        watch is one inotify instance (128 per user by default), so a root
+        with many top-level directories is watched recursively instead.
         """
         self._observer = Observer()
-        self._schedule_watch(self.root, recursive=False)
         self._load_rules(self.root)
-        try:
-            names = sorted(os.listdir(self.root))
-        except OSError:
-            names = []
-        for name in names:
-            path = os.path.join(self.root, name)
-            if os.path.isdir(path) and not os.path.islink(path) and not self._ignored(path, True):
-                self._watch_top_dir(path)
+        recursive = len(self._top_dirs()) > MAX_TOP_WATCHES
+        self._schedule_watch(self.root, recursive=recursive)
+        self._watch_top_dirs()
         self._observer.start()
+
+    def _top_dirs(self) -> list[str]:
+        try:
+            entries = sorted(os.scandir(self.root), key=lambda e: e.name)
+        except OSError:
+            return []
+        return [
+            e.path
+            for e in entries
+            if e.is_dir(follow_symlinks=False) and not self._ignored(e.path, True)
+        ]
+
+    def _watch_top_dirs(self) -> None:
+        for path in self._top_dirs():
+            self._watch_top_dir(path)
 
     def _schedule_watch(self, path: str, recursive: bool) -> None:
         if self._observer is None:
             return
         try:
             self._watches[path] = self._observer.schedule(self._handler, path, recursive=recursive)
-        except OSError as e:  # e.g. the inotify watch limit
+        except OSError as e:  # e.g. the inotify watch or instance limit
             log.warning("cannot watch %s: %s; edits there will not be seen", path, e)
 
     def _watch_top_dir(self, path: str) -> None:
+        root_watch = self._watches.get(self.root)
+        if root_watch is not None and root_watch.is_recursive:
+            return  # covered already
         if os.path.dirname(path) == self.root and path not in self._watches:
             self._schedule_watch(path, recursive=True)
 
     def _unwatch_top_dir(self, path: str) -> None:
+        if path == self.root or self._observer is None:
+            return
         watch = self._watches.pop(path, None)
-        if watch is not None and self._observer is not None and path != self.root:
+        if watch is not None:
             try:
                 self._observer.unschedule(watch)
             except (KeyError, OSError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from speculator.chunks import identifiers, split_lines
-from speculator.workspace import IndexLimits, WorkspaceIndex, parse_gitignore
+from speculator.types import Snippet
+from speculator.workspace import MAX_TOP_WATCHES, IndexLimits, WorkspaceIndex, parse_gitignore
 
 
 def eventually(predicate: Callable[[], bool], timeout: float = 1.0) -> bool:
@@ -150,6 +152,26 @@ def test_new_and_moved_directories_are_followed(watched: WorkspaceIndex, tmp_pat
     assert eventually(lambda: "lib2/deep/more.py" in indexed(watched))
 
 
+def test_top_level_directory_replaced_within_a_debounce(
+    watched: WorkspaceIndex, tmp_path: Path
+) -> None:
+    shutil.rmtree(tmp_path / "src")
+    write(tmp_path, "src/fresh.py", "x = 1\n")
+    assert eventually(lambda: indexed(watched) == {"src/fresh.py"})
+    write(tmp_path, "src/later.py", "x = 1\n")  # the new directory is watched, not the old
+    assert eventually(lambda: "src/later.py" in indexed(watched))
+
+
+def test_many_top_level_directories_share_one_watch(tmp_path: Path) -> None:
+    for i in range(MAX_TOP_WATCHES + 1):
+        write(tmp_path, f"d{i:02d}/m.py", "x = 1\n")
+    with WorkspaceIndex(str(tmp_path)) as index:
+        assert index.wait_ready(5)
+        assert len(index._watches) == 1
+        write(tmp_path, "d03/deeper/new.py", "x = 1\n")
+        assert eventually(lambda: "d03/deeper/new.py" in indexed(index))
+
+
 def test_gitignore_edit_applies(watched: WorkspaceIndex, tmp_path: Path) -> None:
     write(tmp_path, "src/gen.py", "x = 1\n")
     assert eventually(lambda: "src/gen.py" in indexed(watched))
@@ -262,9 +284,20 @@ def test_related_is_stable_across_keystrokes(project: WorkspaceIndex) -> None:
     assert len(first) == 3
     for typed in ("    r", "    re", "    ret", "    return value.st"):
         assert project.related(path, query + typed, 3) == first
+    # An edit that makes a returned chunk score a little lower (one more
+    # identifier) loses to its equals only without the stickiness bonus.
+    touched = Path(project.root, first[1].path)
+    touched.write_text(touched.read_text() + "# extra\n")
+    project.schedule(str(touched))
+    assert eventually(lambda: touched.stat().st_size == project._files[str(touched)].size)
+    assert paths(project.related(path, query, 3)) == paths(first)
     # Another file's history does not change this one's answer.
     project.related(None, "parse_header format_header", 3)
-    assert project.related(path, query, 3) == first
+    assert paths(project.related(path, query, 3)) == paths(first)
+
+
+def paths(snippets: list[Snippet]) -> list[str]:
+    return [s.path for s in snippets]
 
 
 def _texts(index: WorkspaceIndex, word: str) -> list[str]:
