@@ -1,0 +1,111 @@
+-- Drives a headless Neovim through a test scenario, one step at a time, so
+-- that the main loop (typing, insert-mode autocommands, LSP messages) runs
+-- between steps. Started by tests/e2e/test_nvim.py:
+--   nvim --headless -u NONE --clean --cmd "set rtp^=clients/nvim" -c "luafile nvim_harness.lua"
+-- with GS_SCENARIO (a Lua file returning function(H)) and GS_RESULT (where the
+-- JSON result goes). The scenario stores what it saw in H.out; the Python test
+-- asserts on it.
+local H = { out = {} }
+local co
+
+local function finish(result)
+  local file = assert(io.open(os.getenv("GS_RESULT"), "w"))
+  file:write(vim.json.encode(result))
+  file:close()
+  vim.cmd("qall!")
+end
+
+local function step(...)
+  local ok, err = coroutine.resume(co, ...)
+  if not ok then
+    finish({ ok = false, error = debug.traceback(co, tostring(err)), out = H.out })
+  elseif coroutine.status(co) == "dead" then
+    finish({ ok = true, out = H.out })
+  end
+end
+
+local function now_ms()
+  return vim.uv.hrtime() / 1e6
+end
+
+--- Let the main loop run for `ms` milliseconds.
+function H.sleep(ms)
+  vim.defer_fn(step, ms)
+  coroutine.yield()
+end
+
+--- Poll `cond` until it returns a true value (returned), or fail after timeout_ms.
+function H.wait(cond, timeout_ms, what)
+  local deadline = now_ms() + (timeout_ms or 10000)
+  while true do
+    local ok, value = pcall(cond)
+    if ok and value then
+      return value
+    end
+    if now_ms() > deadline then
+      error(("timed out waiting for %s%s"):format(what or "condition", ok and "" or (": " .. tostring(value))), 2)
+    end
+    H.sleep(20)
+  end
+end
+
+--- Type keys as a user would, and let Neovim process them.
+function H.input(keys)
+  vim.api.nvim_input(keys)
+  H.sleep(30)
+end
+
+--- Load the plugin as a user would, with the server command from GS_SERVER_CMD.
+function H.setup(opts)
+  vim.cmd.runtime("plugin/groundspec.lua")
+  local cmd = vim.json.decode(os.getenv("GS_SERVER_CMD"))
+  require("groundspec").setup(vim.tbl_deep_extend("force", { cmd = cmd, debounce_ms = 30 }, opts or {}))
+end
+
+--- Open a scratch file buffer with `lines`, filetype from the name.
+function H.open(name, lines, filetype)
+  vim.cmd.edit(vim.fn.fnameescape(name))
+  vim.api.nvim_buf_set_lines(0, 0, -1, false, lines)
+  vim.bo.filetype = filetype or "python"
+end
+
+--- The ghost text drawn by the plugin: {row, col, text, pos}, or nil.
+function H.ghost(buf)
+  local ns = vim.api.nvim_get_namespaces().groundspec
+  local marks = ns and vim.api.nvim_buf_get_extmarks(buf or 0, ns, 0, -1, { details = true }) or {}
+  if #marks == 0 then
+    return nil
+  end
+  local mark = marks[1]
+  local details = mark[4]
+  local function chunks(list)
+    return table.concat(vim.tbl_map(function(chunk)
+      return chunk[1]
+    end, list or {}))
+  end
+  local lines = { chunks(details.virt_text) }
+  for _, virt_line in ipairs(details.virt_lines or {}) do
+    table.insert(lines, chunks(virt_line))
+  end
+  return { row = mark[2], col = mark[3], text = table.concat(lines, "\n"), pos = details.virt_text_pos, count = #marks }
+end
+
+function H.lines(buf)
+  return vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false)
+end
+
+--- groundspec/stats from the server, waiting until `cond(stats)` holds when given.
+function H.stats(cond, timeout_ms)
+  return H.wait(function()
+    local stats = require("groundspec").stats(2000)
+    return stats and (not cond or cond(stats)) and stats
+  end, timeout_ms or 10000, "groundspec/stats")
+end
+
+vim.schedule(function()
+  local scenario = dofile(os.getenv("GS_SCENARIO"))
+  co = coroutine.create(function()
+    scenario(H)
+  end)
+  step()
+end)

