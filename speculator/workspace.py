@@ -447,7 +447,12 @@ class WorkspaceIndex:
             and self._total_chars + sum(len(c.text) for c in chunks) <= limits.max_total_chars
         )
         if not fits and not self._full_logged:
-            log.warning("workspace index is full (%s); skipping further files", limits)
+            log.warning(
+                "workspace index full (%d files, %d chunks, %d chars); skipping more files",
+                len(self._files),
+                len(self._chunks),
+                self._total_chars,
+            )
             self._full_logged = True
         return fits
 

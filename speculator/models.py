@@ -1,0 +1,105 @@
+"""Load GGUF models with llama.cpp (the only llama_cpp import besides session.py).
+
+Bad model files become one clear EngineError: missing, not GGUF, truncated,
+or a draft whose vocabulary differs from the target's.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+from pathlib import Path
+
+import llama_cpp
+import llama_cpp._logger
+
+from . import provision
+from .types import EngineError
+
+log = logging.getLogger(__name__)
+
+llama_cpp._logger.set_verbose(False)  # llama.cpp's own chatter stays off stderr
+
+
+class Model:
+    """A loaded GGUF model: weights, vocabulary and tokenizer."""
+
+    def __init__(self, path: Path, n_gpu_layers: int | None):
+        check_gguf_file(path)
+        params = llama_cpp.llama_model_default_params()
+        params.n_gpu_layers = default_gpu_layers() if n_gpu_layers is None else n_gpu_layers
+        model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
+        if model is None:
+            raise EngineError(f"llama.cpp could not load {path}: the file is corrupt or unsupported")
+        self.path = path
+        self.model = model
+        self.vocab = llama_cpp.llama_model_get_vocab(model)
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        self.n_layers = llama_cpp.llama_model_n_layer(model)
+        self.n_gpu_layers = params.n_gpu_layers
+
+    def close(self) -> None:
+        if self.model is not None:
+            llama_cpp.llama_model_free(self.model)
+            self.model = None
+
+    def tokenize(self, text: str, special: bool = False) -> list[int]:
+        data = text.encode("utf-8", errors="replace")
+        capacity = len(data) + 8
+        buf = (llama_cpp.llama_token * capacity)()
+        n = llama_cpp.llama_tokenize(self.vocab, data, len(data), buf, capacity, False, special)
+        if n < 0:
+            raise EngineError("tokenization failed")
+        return list(buf[:n])
+
+    def token_bytes(self, token: int) -> bytes:
+        buf = ctypes.create_string_buffer(64)
+        n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, 64, 0, False)
+        return bytes(buf[:n]) if n > 0 else b""
+
+    def special_token(self, text: str) -> int:
+        """The id of a special token such as <|fim_prefix|>."""
+        ids = self.tokenize(text, special=True)
+        if len(ids) != 1:
+            raise EngineError(f"{self.path.name} has no special token {text}")
+        return ids[0]
+
+    def is_end_of_generation(self, token: int) -> bool:
+        return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))
+
+    def vocab_signature(self) -> tuple[int, tuple[bytes, ...]]:
+        """Size plus a sample of token texts: equal for models sharing a vocabulary."""
+        step = max(1, self.n_vocab // 64)
+        return self.n_vocab, tuple(self.token_bytes(t) for t in range(0, self.n_vocab, step))
+
+
+def default_gpu_layers() -> int:
+    """All layers on the GPU when this llama.cpp build can offload, else none."""
+    return 999 if llama_cpp.llama_supports_gpu_offload() else 0
+
+
+def check_gguf_file(path: Path) -> None:
+    if not path.exists():
+        raise EngineError(f"model file not found: {path}")
+    if not path.is_file():
+        raise EngineError(f"model path is not a file: {path}")
+    with path.open("rb") as f:
+        if f.read(4) != b"GGUF":
+            raise EngineError(f"{path} is not a GGUF model file")
+
+
+def resolve_path(explicit: str | None, spec: provision.ModelSpec) -> Path:
+    """An explicit path (flag, env, config) wins; otherwise the default model."""
+    if explicit:
+        return Path(os.path.expanduser(explicit))
+    return provision.resolve(spec)
+
+
+def check_same_vocab(target: Model, draft: Model) -> None:
+    if target.vocab_signature() != draft.vocab_signature():
+        raise EngineError(
+            f"the draft model {draft.path.name} has a different vocabulary "
+            f"({draft.n_vocab} tokens) from the target {target.path.name} "
+            f"({target.n_vocab} tokens); speculation needs the same tokenizer"
+        )

@@ -1,0 +1,205 @@
+"""A KV-cached token sequence for one model (one llama.cpp context, sequence 0).
+
+`cells[i]` is the token whose KV sits at position i. A new prompt reuses:
+1. the longest common prefix with `cells` (exact), and
+2. with `shift_reuse`, whole prompt segments that are still in the cache at
+   another position (e.g. the FIM suffix after the user typed in the prefix):
+   their KV is moved with `llama_memory_seq_add`, as llama.cpp's `--cache-reuse`
+   does. That is approximate: the moved KV was computed with the old text in
+   front of it (see docs/kv-reuse.md for what it does to quality).
+Everything else is evaluated in batches with logits only where needed. A
+rejected draft is a trim.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import logging
+import time
+from collections.abc import Sequence
+
+import llama_cpp
+import numpy as np
+import numpy.typing as npt
+
+from .types import EngineError
+
+log = logging.getLogger(__name__)
+
+Logits = npt.NDArray[np.float32]
+
+
+class SyncResult:
+    __slots__ = ("prompt_tokens", "reused", "evaluated", "shifted", "ms")
+
+    def __init__(self, prompt_tokens: int, reused: int, evaluated: int, shifted: int, ms: float):
+        self.prompt_tokens = prompt_tokens
+        self.reused = reused
+        self.evaluated = evaluated
+        self.shifted = shifted
+        self.ms = ms
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+class Session:
+    def __init__(self, model: llama_cpp.llama_model_p, n_ctx: int, threads: int, n_batch: int = 512):
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = n_batch
+        params.n_ubatch = n_batch
+        params.n_threads = threads
+        params.n_threads_batch = threads
+        params.no_perf = True
+        ctx = llama_cpp.llama_init_from_model(model, params)
+        if ctx is None:
+            raise EngineError(f"could not create a llama.cpp context of {n_ctx} tokens")
+        self.ctx = ctx
+        self.memory = llama_cpp.llama_get_memory(ctx)
+        self.n_ctx = n_ctx
+        self.n_batch = n_batch
+        self.n_vocab = llama_cpp.llama_vocab_n_tokens(llama_cpp.llama_model_get_vocab(model))
+        self.batch = llama_cpp.llama_batch_init(n_batch, 0, 1)
+        self.cells: list[int] = []
+        self.segments: list[tuple[int, tuple[int, ...]]] = []  # (position, tokens) of last sync
+        self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.memory))
+
+    def close(self) -> None:
+        if self.ctx is not None:
+            llama_cpp.llama_batch_free(self.batch)
+            llama_cpp.llama_free(self.ctx)
+            self.ctx = None
+
+    # -- prompt ---------------------------------------------------------------
+
+    def sync(self, segments: Sequence[Sequence[int]], shift_reuse: bool = False) -> tuple[SyncResult, Logits]:
+        """Make the cache hold exactly the concatenated segments; return the last logits."""
+        started = time.perf_counter()
+        prompt = [t for seg in segments for t in seg]
+        if not prompt:
+            raise EngineError("empty prompt")
+        if len(prompt) >= self.n_ctx:
+            raise EngineError(f"prompt of {len(prompt)} tokens does not fit the context ({self.n_ctx})")
+        # The last token is always evaluated: its logits are the ones we need.
+        keep = min(common_prefix(self.cells, prompt), len(prompt) - 1)
+        moves = self._plan_moves(segments, keep) if shift_reuse and self.can_shift else []
+        self._apply(keep, moves)
+        known = np.zeros(len(prompt), dtype=bool)
+        known[:keep] = True
+        for _old, new, length in moves:
+            known[new : new + length] = True
+        todo = [int(p) for p in np.flatnonzero(~known)]
+        logits = self._eval_positions(prompt, todo)
+        self.cells = list(prompt)
+        pos = 0
+        self.segments = []
+        for seg in segments:
+            self.segments.append((pos, tuple(seg)))
+            pos += len(seg)
+        shifted = sum(length for _o, _n, length in moves)
+        ms = (time.perf_counter() - started) * 1000
+        return SyncResult(len(prompt), keep + shifted, len(todo), shifted, ms), logits
+
+    def _plan_moves(self, segments: Sequence[Sequence[int]], keep: int) -> list[tuple[int, int, int]]:
+        """(old position, new position, length) of old segments reusable past `keep`."""
+        old_by_tokens: dict[tuple[int, ...], list[int]] = {}
+        for pos, toks in self.segments:
+            if pos >= keep and len(toks) >= 4 and self.cells[pos : pos + len(toks)] == list(toks):
+                old_by_tokens.setdefault(toks, []).append(pos)
+        moves: list[tuple[int, int, int]] = []
+        new_pos = 0
+        last_old_end = keep
+        for i, seg in enumerate(segments):
+            toks = tuple(seg)
+            is_last = i == len(segments) - 1
+            if new_pos >= keep and not is_last:
+                for old in old_by_tokens.get(toks, []):
+                    if old >= last_old_end:  # keep the relative order of moved chunks
+                        moves.append((old, new_pos, len(toks)))
+                        last_old_end = old + len(toks)
+                        break
+            new_pos += len(seg)
+        return moves
+
+    def _apply(self, keep: int, moves: list[tuple[int, int, int]]) -> None:
+        """Drop every cell past `keep` except the moved chunks, then shift those."""
+        kept_ranges = sorted((old, old + length) for old, _new, length in moves)
+        start = keep
+        for lo, hi in kept_ranges:
+            self._rm(start, lo)
+            start = hi
+        self._rm(start, -1)
+        # Shift left-movers left to right, then right-movers right to left, so a
+        # chunk never lands on cells of a chunk that has not moved yet.
+        left = [m for m in moves if m[1] < m[0]]
+        right = [m for m in moves if m[1] > m[0]][::-1]
+        for old, new, length in left + right:
+            llama_cpp.llama_memory_seq_add(self.memory, 0, old, old + length, new - old)
+
+    def _rm(self, p0: int, p1: int) -> None:
+        if p1 != -1 and p1 <= p0:
+            return
+        if not llama_cpp.llama_memory_seq_rm(self.memory, 0, p0, p1):
+            raise EngineError("llama.cpp could not trim the KV cache")
+
+    def _eval_positions(self, prompt: list[int], positions: list[int]) -> Logits:
+        """Evaluate prompt tokens at the given (sorted) positions; logits of the last one."""
+        for start in range(0, len(positions), self.n_batch):
+            chunk = positions[start : start + self.n_batch]
+            self._fill(
+                [prompt[p] for p in chunk], chunk, want_logits=[False] * (len(chunk) - 1) + [True]
+            )
+            self._decode()
+        return self._logits(-1)  # -1: the last row that asked for logits
+
+    # -- decoding -------------------------------------------------------------
+
+    def append(self, tokens: Sequence[int]) -> Logits:
+        """Evaluate tokens after the cache; logits for every one (rows x vocab).
+
+        The result is a view valid until the next decode on this session."""
+        n0 = len(self.cells)
+        if n0 + len(tokens) >= self.n_ctx:
+            raise EngineError("the context is full")
+        if len(tokens) > self.n_batch:
+            raise EngineError("too many tokens for one batch")
+        self._fill(list(tokens), list(range(n0, n0 + len(tokens))), [True] * len(tokens))
+        self._decode()
+        self.cells.extend(tokens)
+        # A view on llama.cpp's buffer (no copy): valid until the next decode.
+        ptr = ctypes.cast(llama_cpp.llama_get_logits(self.ctx), ctypes.POINTER(ctypes.c_float))
+        return np.ctypeslib.as_array(ptr, shape=(len(tokens), self.n_vocab))
+
+    def trim(self, n: int) -> None:
+        """Keep the first n cells (a rejected draft is a trim)."""
+        if n < len(self.cells):
+            self._rm(n, -1)
+            del self.cells[n:]
+
+    # -- low level ------------------------------------------------------------
+
+    def _fill(self, tokens: list[int], positions: list[int], want_logits: list[bool]) -> None:
+        b = self.batch
+        b.n_tokens = len(tokens)
+        for i, (tok, pos, want) in enumerate(zip(tokens, positions, want_logits, strict=True)):
+            b.token[i] = tok
+            b.pos[i] = pos
+            b.n_seq_id[i] = 1
+            b.seq_id[i][0] = 0
+            b.logits[i] = want
+
+    def _decode(self) -> None:
+        rc = llama_cpp.llama_decode(self.ctx, self.batch)
+        if rc != 0:
+            raise EngineError(f"llama_decode failed with code {rc}")
+
+    def _logits(self, row: int) -> Logits:
+        ptr = llama_cpp.llama_get_logits_ith(self.ctx, row)
+        arr = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,))
+        return arr.copy()
