@@ -22,6 +22,20 @@ log = logging.getLogger(__name__)
 
 Change = types.TextDocumentContentChangeEvent
 
+# Node types a refactor without a selection applies to (python/js/ts/go/rust).
+_DEFINITIONS = frozenset(
+    {
+        "function_definition",
+        "class_definition",
+        "function_declaration",
+        "method_definition",
+        "class_declaration",
+        "method_declaration",
+        "function_item",
+        "impl_item",
+    }
+)
+
 
 class DocumentError(Exception):
     """The request names a document we cannot serve (unknown, binary, too large)."""
@@ -40,6 +54,17 @@ def _point(text: str, offset: int) -> tuple[int, int]:
 
 def _byte_offset(text: str, offset: int) -> int:
     return offset if text.isascii() else _utf8_len(text[:offset])
+
+
+def text_problem(text: str, max_chars: int) -> str | None:
+    """Why `text` cannot be completed, or None if it can."""
+    if len(text) > max_chars:
+        return (
+            f"document is too large for completions ({len(text):,} characters, limit {max_chars:,})"
+        )
+    if "\x00" in text:
+        return "document looks binary (it contains NUL bytes); no completions"
+    return None
 
 
 class Document:
@@ -64,6 +89,21 @@ class Document:
         if self._index is None or self._index.text is not self.text:
             self._index = LineIndex(self.text)
         return self._index
+
+    def enclosing_definition(self, offset: int) -> tuple[int, int] | None:
+        """Offsets of the innermost function or class around `offset`, from the tree."""
+        if self.tree is None:
+            return None
+        data = self.text.encode("utf-8")
+        at = _byte_offset(self.text, offset)
+        node: tree_sitter.Node | None = self.tree.root_node.descendant_for_byte_range(at, at)
+        while node is not None and node.type not in _DEFINITIONS:
+            node = node.parent
+        if node is None:
+            return None
+        start = len(data[: node.start_byte].decode("utf-8", errors="replace"))
+        end = start + len(data[node.start_byte : node.end_byte].decode("utf-8", errors="replace"))
+        return start, end
 
     def check_completable(self) -> None:
         if self.problem is not None:
@@ -109,15 +149,7 @@ class Document:
         )
 
     def _set_problem(self) -> None:
-        if len(self.text) > self.max_chars:
-            self.problem = (
-                f"document is too large for completions ({len(self.text):,} characters, "
-                f"limit {self.max_chars:,})"
-            )
-        elif "\x00" in self.text:
-            self.problem = "document looks binary (it contains NUL bytes); no completions"
-        else:
-            self.problem = None
+        self.problem = text_problem(self.text, self.max_chars)
 
     def _check_and_reparse(self) -> None:
         self._set_problem()

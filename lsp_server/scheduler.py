@@ -57,6 +57,7 @@ class Worker:
         self._cond = threading.Condition()
         self._queue: deque[_Job] = deque()
         self._background: _Job | None = None
+        self._running: _Job | None = None
         self._stopped = False
         self._thread = threading.Thread(target=self._loop, name="groundspec-engine", daemon=True)
         self._thread.start()
@@ -79,9 +80,11 @@ class Worker:
         return job.future
 
     def stop(self) -> None:
-        """Finish the running job, drop the queue, end the thread."""
+        """Cancel the running job, drop the queue, end the thread."""
         with self._cond:
             self._stopped = True
+            if self._running is not None:
+                self._running.token.cancel()
             for job in self._queue:
                 job.token.cancel()
                 job.future.cancel()
@@ -95,9 +98,10 @@ class Worker:
             if self._stopped:
                 return None
             if self._queue:
-                return self._queue.popleft()
-            job, self._background = self._background, None
-            return job
+                self._running = self._queue.popleft()
+            else:
+                self._running, self._background = self._background, None
+            return self._running
 
     def _loop(self) -> None:
         while (job := self._next()) is not None:
@@ -122,11 +126,12 @@ class EngineHost:
         self._future: Future[Engine] | None = None
         self._ready: asyncio.Future[Engine] | None = None
 
-    def load(self, loader: Callable[[], Engine]) -> None:
-        """Start loading (call on the event loop); requests queue behind it."""
+    def load(self, loader: Callable[[], Engine]) -> asyncio.Future[Engine]:
+        """Start loading (call on the event loop); engine calls queue behind it."""
         self._future = self._worker.submit(loader)
         self._ready = asyncio.wrap_future(self._future)
         self._ready.add_done_callback(_consume_exception)
+        return self._ready
 
     @property
     def engine(self) -> Engine | None:

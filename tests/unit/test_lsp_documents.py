@@ -126,3 +126,14 @@ def test_store_rejects_unknown_documents() -> None:
     assert len(store) == 1
     store.close("file:///x.py")
     assert len(store) == 0
+
+
+def test_enclosing_definition_finds_the_function_around_the_cursor() -> None:
+    doc = Document("file:///e.py", "python", 1, SOURCE, max_chars=1_000_000)
+    inside = SOURCE.index("self.x = x")
+    start, end = doc.enclosing_definition(inside)
+    assert doc.text[start:end].startswith("def __init__(self, x, y):")
+    assert doc.text[start:end].endswith("self.y = y")
+    start, end = doc.enclosing_definition(SOURCE.index("return f"))
+    assert doc.text[start:end].startswith("def greet") and doc.text[start:end].endswith('👋"')
+    assert doc.enclosing_definition(len(SOURCE)) is None

@@ -1,0 +1,68 @@
+"""Logging for the daemon: stderr or a file, never stdout (stdout is the protocol).
+
+Every line carries the id of the request it belongs to, taken from a
+contextvar that handlers set and that engine jobs inherit.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import logging
+import os
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class RequestIdFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.request_id = request_id.get()
+        return True
+
+
+def setup_logging(log_file: str | None = None) -> None:
+    """Route all logging to `log_file` or stderr; level from GROUNDSPEC_LOG_LEVEL."""
+    handler: logging.Handler
+    if log_file:
+        handler = logging.FileHandler(log_file, encoding="utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(RequestIdFilter())
+    handler.setFormatter(
+        logging.Formatter("%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s")
+    )
+    root = logging.getLogger()
+    root.handlers = [handler]
+    root.setLevel(os.environ.get("GROUNDSPEC_LOG_LEVEL", "INFO").upper())
+    # pygls logs every message body at INFO: megabytes per keystroke on big files.
+    logging.getLogger("pygls").setLevel(logging.WARNING)
+
+
+def traced(fn: F) -> F:
+    """Set the request id (the JSON-RPC id, or the handler name for notifications)."""
+
+    def _set(ls: Any) -> None:
+        msg_id = ls.protocol.msg_id
+        request_id.set(f"#{msg_id}" if msg_id is not None else fn.__name__)
+
+    if inspect.iscoroutinefunction(fn):
+
+        @functools.wraps(fn)
+        async def async_wrapper(ls: Any, *args: Any) -> Any:
+            _set(ls)
+            return await fn(ls, *args)
+
+        return async_wrapper  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def wrapper(ls: Any, *args: Any) -> Any:
+        _set(ls)
+        return fn(ls, *args)
+
+    return wrapper  # type: ignore[return-value]

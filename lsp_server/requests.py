@@ -1,0 +1,163 @@
+"""Parameters of groundspec's own methods and commands, and building engine requests.
+
+A request names an open document (`textDocument.uri`) or carries the text
+inline (`text`, `languageId`), so scripts can use the daemon without didOpen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+import msgspec
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.uris import to_fs_path
+
+from speculator.types import CompletionRequest, RefactorRequest, Speculation
+
+from .convert import LineIndex, PositionError
+from .documents import DocumentError, DocumentStore, text_problem
+from .options import ServerOptions
+
+Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
+
+
+class RequestFailed(JsonRpcException):
+    """LSP's RequestFailed: valid request the server could not serve."""
+
+    CODE = -32803
+
+
+class DocumentRef(msgspec.Struct):
+    uri: str
+
+
+class Position(msgspec.Struct):
+    line: Count
+    character: Count
+
+    def lsp(self) -> types.Position:
+        return types.Position(line=self.line, character=self.character)
+
+
+class Range(msgspec.Struct):
+    start: Position
+    end: Position
+
+    def lsp(self) -> types.Range:
+        return types.Range(start=self.start.lsp(), end=self.end.lsp())
+
+
+class _Source(msgspec.Struct, kw_only=True, rename="camel"):
+    text_document: DocumentRef | None = None
+    text: str | None = None
+    language_id: str = "python"
+    path: str | None = None
+    max_tokens: Annotated[int, msgspec.Meta(ge=1, le=8192)] | None = None
+    speculation: Speculation | None = None
+    temperature: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] | None = None
+
+
+class CompleteParams(_Source, kw_only=True):
+    position: Position
+
+
+class RefactorParams(_Source, kw_only=True):
+    range: Range
+    instruction: Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """The text a request works on, and where it came from."""
+
+    text: str
+    index: LineIndex
+    language_id: str
+    path: str | None
+    uri: str | None
+    version: int | None
+
+
+def parse(params: Any, kind: type[msgspec.Struct]) -> Any:
+    """Decode raw JSON params into `kind`, or a clear InvalidParams error."""
+    if isinstance(params, msgspec.Struct):
+        params = msgspec.to_builtins(params)
+    elif hasattr(params, "__attrs_attrs__"):  # an lsprotocol object
+        params = msgspec.to_builtins(params.__dict__)
+    try:
+        return msgspec.convert(params, kind)
+    except msgspec.ValidationError as exc:
+        raise JsonRpcInvalidParams(f"invalid params: {exc}") from None
+
+
+def resolve(source: _Source, documents: DocumentStore) -> Resolved:
+    """The document named by `source`, or its inline text; fails if not completable."""
+    try:
+        if source.text_document is not None:
+            doc = documents.get(source.text_document.uri)
+            doc.check_completable()
+            path = source.path or _path_of(doc.uri)
+            return Resolved(doc.text, doc.index, doc.language_id, path, doc.uri, doc.version)
+    except DocumentError as exc:
+        raise RequestFailed(str(exc)) from None
+    if source.text is None:
+        raise JsonRpcInvalidParams("give either textDocument {uri} or text")
+    if (problem := text_problem(source.text, documents.max_chars)) is not None:
+        raise RequestFailed(problem)
+    return Resolved(
+        source.text, LineIndex(source.text), source.language_id, source.path, None, None
+    )
+
+
+def offset(index: LineIndex, position: types.Position) -> int:
+    try:
+        return index.offset(position)
+    except PositionError as exc:
+        raise JsonRpcInvalidParams(f"position out of range: {exc}") from None
+
+
+def offsets(index: LineIndex, range_: types.Range) -> tuple[int, int]:
+    try:
+        return index.offsets(range_)
+    except PositionError as exc:
+        raise JsonRpcInvalidParams(f"range out of range: {exc}") from None
+
+
+def completion_request(
+    src: Resolved, cursor: int, options: ServerOptions, params: _Source | None = None
+) -> CompletionRequest:
+    return CompletionRequest(
+        text=src.text,
+        cursor=cursor,
+        language_id=src.language_id,
+        path=src.path,
+        max_tokens=_pick(params and params.max_tokens, options.max_tokens),
+        speculation=_pick(params and params.speculation, options.speculation),
+        temperature=_pick(params and params.temperature, options.temperature),
+    )
+
+
+def refactor_request(
+    src: Resolved, start: int, end: int, params: RefactorParams, options: ServerOptions
+) -> RefactorRequest:
+    return RefactorRequest(
+        text=src.text,
+        start=start,
+        end=end,
+        instruction=params.instruction,
+        language_id=src.language_id,
+        path=src.path,
+        max_tokens=_pick(params.max_tokens, options.refactor_max_tokens),
+        speculation=_pick(params.speculation, options.speculation),
+        temperature=_pick(params.temperature, options.temperature),
+    )
+
+
+def _pick(value: Any, default: Any) -> Any:
+    return default if value is None else value
+
+
+def _path_of(uri: str) -> str | None:
+    return to_fs_path(uri) if uri.startswith("file:") else None
