@@ -319,7 +319,11 @@ class WorkspaceIndex:
             return None
 
     def schedule(self, path: str) -> None:
-        """Re-read `path` (file or directory) soon; bursts on one path coalesce."""
+        """Re-read `path` (file or directory) soon, e.g. on didSave when not watching."""
+        self._enqueue(os.path.realpath(path))
+
+    def _enqueue(self, path: str) -> None:
+        """Queue an absolute, resolved path; bursts on one path coalesce."""
         now = time.monotonic()
         with self._wake:
             first, _ = self._pending.get(path, (now, now))
@@ -568,7 +572,7 @@ class _Handler(FileSystemEventHandler):
         for raw in (event.src_path, event.dest_path):
             path = os.fsdecode(raw)
             if path and (event.is_directory or _is_source(path) or path.endswith(".gitignore")):
-                self._index.schedule(path)
+                self._index._enqueue(path)  # watchdog paths are under the resolved root
 
 
 # ---------------------------------------------------------------- helpers
