@@ -1,0 +1,85 @@
+// Extension settings and what the server gets from them. No `vscode` import:
+// unit tested with node.
+
+export const SPECULATION_MODES = ["auto", "off", "lookup", "draft", "both"] as const;
+export type Speculation = (typeof SPECULATION_MODES)[number];
+
+export interface Settings {
+  serverPath: string;
+  targetModel: string | null;
+  draftModel: string | null;
+  nGpuLayers: number | null;
+  debounceMs: number;
+  speculation: Speculation;
+  maxTokens: number;
+  statsIntervalMs: number;
+}
+
+export const DEFAULT_SETTINGS: Settings = {
+  serverPath: "groundspec",
+  targetModel: null,
+  draftModel: null,
+  nGpuLayers: null,
+  debounceMs: 120,
+  speculation: "auto",
+  maxTokens: 64,
+  statsIntervalMs: 5000,
+};
+
+/** The `initializationOptions` the server reads (lsp_server/options.py). */
+export interface InitializationOptions {
+  engine: { targetModel?: string; draftModel?: string; nGpuLayers?: number };
+  debounceMs: number;
+  speculation: Speculation;
+  maxTokens: number;
+}
+
+function text(value: unknown): string | null {
+  return typeof value === "string" && value.trim() !== "" ? value.trim() : null;
+}
+
+function integer(value: unknown, min: number, max: number): number | null {
+  return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max
+    ? value
+    : null;
+}
+
+/**
+ * Settings from a getter such as `workspace.getConfiguration("groundspec").get`;
+ * missing or invalid values fall back to the defaults.
+ */
+export function readSettings(get: (key: string) => unknown): Settings {
+  const speculation = get("speculation");
+  return {
+    serverPath: text(get("serverPath")) ?? DEFAULT_SETTINGS.serverPath,
+    targetModel: text(get("targetModel")),
+    draftModel: text(get("draftModel")),
+    nGpuLayers: integer(get("nGpuLayers"), 0, 100_000),
+    debounceMs: integer(get("debounceMs"), 0, 5000) ?? DEFAULT_SETTINGS.debounceMs,
+    speculation: SPECULATION_MODES.includes(speculation as Speculation)
+      ? (speculation as Speculation)
+      : DEFAULT_SETTINGS.speculation,
+    maxTokens: integer(get("maxTokens"), 1, 4096) ?? DEFAULT_SETTINGS.maxTokens,
+    statsIntervalMs: integer(get("statsIntervalMs"), 0, 3_600_000) ?? DEFAULT_SETTINGS.statsIntervalMs,
+  };
+}
+
+/** Settings as initializationOptions; unset model settings are left to the server. */
+export function toInitializationOptions(settings: Settings): InitializationOptions {
+  const engine: InitializationOptions["engine"] = {};
+  if (settings.targetModel !== null) engine.targetModel = settings.targetModel;
+  if (settings.draftModel !== null) engine.draftModel = settings.draftModel;
+  if (settings.nGpuLayers !== null) engine.nGpuLayers = settings.nGpuLayers;
+  return {
+    engine,
+    debounceMs: settings.debounceMs,
+    speculation: settings.speculation,
+    maxTokens: settings.maxTokens,
+  };
+}
+
+/** How to start the server: `<serverPath> serve`, with `~/` expanded. */
+export function serverCommand(settings: Settings, home: string): { command: string; args: string[] } {
+  const path = settings.serverPath.startsWith("~/") ? home + settings.serverPath.slice(1) : settings.serverPath;
+  return { command: path, args: ["serve"] };
+}

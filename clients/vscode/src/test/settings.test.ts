@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+
+import { DEFAULT_SETTINGS, readSettings, serverCommand, toInitializationOptions } from "../settings";
+
+const from = (values: Record<string, unknown>) => (key: string) => values[key];
+
+test("missing settings give the defaults", () => {
+  assert.deepEqual(readSettings(from({})), DEFAULT_SETTINGS);
+});
+
+test("valid settings are read, model paths trimmed", () => {
+  const settings = readSettings(
+    from({
+      serverPath: "/opt/gs/bin/groundspec",
+      targetModel: " /models/target.gguf ",
+      draftModel: "/models/draft.gguf",
+      nGpuLayers: 99,
+      debounceMs: 50,
+      speculation: "lookup",
+      maxTokens: 128,
+    }),
+  );
+  assert.equal(settings.serverPath, "/opt/gs/bin/groundspec");
+  assert.equal(settings.targetModel, "/models/target.gguf");
+  assert.equal(settings.nGpuLayers, 99);
+  assert.equal(settings.debounceMs, 50);
+  assert.equal(settings.speculation, "lookup");
+  assert.equal(settings.maxTokens, 128);
+});
+
+test("invalid settings fall back one by one", () => {
+  const settings = readSettings(
+    from({ serverPath: "  ", targetModel: "", nGpuLayers: -1, debounceMs: 1.5, speculation: "fast", maxTokens: 0 }),
+  );
+  assert.deepEqual(settings, DEFAULT_SETTINGS);
+});
+
+test("initializationOptions leave unset model settings to the server", () => {
+  assert.deepEqual(toInitializationOptions(DEFAULT_SETTINGS), {
+    engine: {},
+    debounceMs: 120,
+    speculation: "auto",
+    maxTokens: 64,
+  });
+});
+
+test("initializationOptions carry the engine settings in the server's camelCase", () => {
+  const settings = readSettings(from({ targetModel: "/t.gguf", draftModel: "/d.gguf", nGpuLayers: 0 }));
+  assert.deepEqual(toInitializationOptions(settings).engine, {
+    targetModel: "/t.gguf",
+    draftModel: "/d.gguf",
+    nGpuLayers: 0,
+  });
+});
+
+test("the server command is <serverPath> serve with ~ expanded", () => {
+  const settings = readSettings(from({ serverPath: "~/.venv/bin/groundspec" }));
+  assert.deepEqual(serverCommand(settings, "/home/me"), {
+    command: "/home/me/.venv/bin/groundspec",
+    args: ["serve"],
+  });
+  assert.deepEqual(serverCommand(DEFAULT_SETTINGS, "/home/me").command, "groundspec");
+});
