@@ -18,8 +18,9 @@ from concurrent.futures import Future
 from importlib import metadata
 from typing import Any, TypeVar
 
+import cattrs
 import msgspec
-from lsprotocol import types
+from lsprotocol import converters, types
 from pygls.exceptions import (
     JsonRpcContentModified,
     JsonRpcException,
@@ -27,7 +28,12 @@ from pygls.exceptions import (
     JsonRpcRequestCancelled,
 )
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
+from pygls.protocol import (
+    JsonRPCNotification,
+    JsonRPCRequestMessage,
+    JsonRPCResponseMessage,
+    LanguageServerProtocol,
+)
 from pygls.protocol.language_server import lsp_method
 
 from speculator.factory import load_engine
@@ -67,6 +73,15 @@ def _version() -> str:
         return metadata.version("groundspec")
     except metadata.PackageNotFoundError:
         return "0.0.0"
+
+
+def _converter() -> cattrs.Converter:
+    """lsprotocol's converter, keeping custom methods' params as plain JSON data
+    (pygls' default turns them into namedtuples)."""
+    converter = converters.get_converter()
+    for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
+        converter.register_structure_hook(cls, lambda obj, cls: cls(**obj))
+    return converter
 
 
 class _Answered(Exception):
@@ -150,7 +165,12 @@ class LoadProgress:
 
 class GroundspecServer(LanguageServer):
     def __init__(self, startup: StartupConfig) -> None:
-        super().__init__("groundspec", _version(), protocol_cls=GroundspecProtocol)
+        super().__init__(
+            "groundspec",
+            _version(),
+            protocol_cls=GroundspecProtocol,
+            converter_factory=_converter,
+        )
         self.options = startup.options
         self.problems = list(startup.problems)  # shown to the user once initialized
         self.documents = DocumentStore(self.options.max_document_chars)
