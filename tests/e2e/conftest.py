@@ -98,7 +98,7 @@ async def editor(lsp_client: LanguageClient, request: pytest.FixtureRequest):
 )
 async def slow(lsp_client: LanguageClient, request: pytest.FixtureRequest):
     """The fake engine in delay mode: 20 ms per token, checking its cancel token each one."""
-    await start_session(lsp_client, request.param)
+    await start_session(lsp_client, request.param, {"maxTokens": 400})
     yield
     await lsp_client.shutdown_session()
 
