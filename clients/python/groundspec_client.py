@@ -92,8 +92,45 @@ def utf16_len(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
+def offset(text: str, line: int, character: int) -> int:
+    """String index of the LSP position (line, UTF-16 character) in `text`."""
+    start = 0
+    for _ in range(line):
+        newline = text.find("\n", start)
+        if newline < 0:
+            return len(text)
+        start = newline + 1
+    end = text.find("\n", start)
+    row = text[start : len(text) if end < 0 else end]
+    units = 0
+    for index, char in enumerate(row):
+        if units >= character:
+            return start + index
+        units += 2 if ord(char) > 0xFFFF else 1
+    return start + len(row)
+
+
+def apply_edit(text: str, range_: dict[str, Any], new_text: str) -> str:
+    """`text` with the LSP `range` replaced by `new_text` (a refactor result)."""
+    start = offset(text, range_["start"]["line"], range_["start"]["character"])
+    end = offset(text, range_["end"]["line"], range_["end"]["character"])
+    return text[:start] + new_text + text[end:]
+
+
 def language_id(path: str | os.PathLike[str]) -> str:
     return LANGUAGE_IDS.get(Path(path).suffix.lower(), "plaintext")
+
+
+def start(
+    tcp: str | None = None,
+    command: Sequence[str] = ("groundspec", "serve"),
+    **options: Any,
+) -> Client:
+    """Connect to `tcp` ("HOST:PORT") when given, else spawn `command`."""
+    if tcp:
+        host, _, port = tcp.rpartition(":")
+        return Client.connect(host or "127.0.0.1", int(port), **options)
+    return Client.spawn(command, **options)
 
 
 # --- client ----------------------------------------------------------------

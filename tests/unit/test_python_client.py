@@ -17,8 +17,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python
 from groundspec_client import (  # noqa: E402
     Client,
     GroundspecError,
+    apply_edit,
     encode_message,
     language_id,
+    offset,
     read_message,
     utf16_len,
 )
@@ -59,6 +61,23 @@ def test_utf16_len_counts_surrogate_pairs() -> None:
     assert utf16_len("abc") == 3
     assert utf16_len("é") == 1
     assert utf16_len("🎉") == 2
+
+
+def test_offset_counts_utf16_units_and_clamps() -> None:
+    text = "a🎉b\nxyz"
+    assert offset(text, 0, 0) == 0
+    assert offset(text, 0, 3) == 2  # after the emoji (2 units)
+    assert offset(text, 0, 99) == 3  # end of the line
+    assert offset(text, 1, 2) == 6
+    assert offset(text, 5, 0) == len(text)
+
+
+def test_apply_edit_replaces_the_range() -> None:
+    text = "def f():\n    pass\nx = 1\n"
+    whole_function = {"start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}
+    assert apply_edit(text, whole_function, "def g():\n    return 1\n") == (
+        "def g():\n    return 1\nx = 1\n"
+    )
 
 
 def test_language_id_from_extension() -> None:
