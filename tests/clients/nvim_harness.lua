@@ -62,6 +62,52 @@ function H.setup(opts)
   require("groundspec").setup(vim.tbl_deep_extend("force", { cmd = cmd, debounce_ms = 30 }, opts or {}))
 end
 
+--- An in-process LSP server for `cmd` (Neovim runs a Lua function as the
+--- server): `on_inline(params)` answers textDocument/inlineCompletion; the
+--- executeCommand params it receives are appended to the returned list.
+function H.fake_server(on_inline)
+  local executed = {}
+  local cmd = function(dispatchers)
+    local closing, next_id = false, 0
+    local results = {
+      initialize = {
+        capabilities = {
+          textDocumentSync = 1,
+          inlineCompletionProvider = {},
+          executeCommandProvider = { commands = { "groundspec.accepted" } },
+        },
+      },
+    }
+    return {
+      request = function(method, params, callback)
+        next_id = next_id + 1
+        if method == "textDocument/inlineCompletion" then
+          callback(nil, on_inline(params))
+        else
+          if method == "workspace/executeCommand" then
+            table.insert(executed, params)
+          end
+          callback(nil, results[method] or vim.NIL)
+        end
+        return true, next_id
+      end,
+      notify = function(method)
+        if method == "exit" then
+          dispatchers.on_exit(0, 15)
+        end
+        return true
+      end,
+      is_closing = function()
+        return closing
+      end,
+      terminate = function()
+        closing = true
+      end,
+    }
+  end
+  return cmd, executed
+end
+
 --- Open a scratch file buffer with `lines`, filetype from the name.
 function H.open(name, lines, filetype)
   vim.cmd.edit(vim.fn.fnameescape(name))

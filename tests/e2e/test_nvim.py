@@ -197,6 +197,45 @@ H.out.after_escape = H.ghost() or vim.NIL
     assert out["after_escape"] is None
 
 
+def test_cycle_between_items_and_ranges_over_typed_text(tmp_path: Path) -> None:
+    """Two items from an in-process server: the first replaces what was typed
+    since column 4 (its range starts there), the second inserts at the cursor."""
+    out = run_nvim(
+        tmp_path,
+        """
+local cmd, executed = H.fake_server(function(params)
+  local here = params.position
+  local function accepted(n)
+    return { title = "accepted", command = "groundspec.accepted", arguments = { n } }
+  end
+  return { items = {
+    { insertText = "return a + b", range = { start = { line = here.line, character = 4 }, ["end"] = here },
+      command = accepted(1) },
+    { insertText = "urn None", command = accepted(2) },
+  } }
+end)
+H.setup({ cmd = cmd })
+H.open("calc.py", { "def add(a, b):", "" })
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    ret")
+H.out.first = H.wait(H.ghost, 5000, "ghost text").text
+H.input("<M-n>")
+H.out.second = H.ghost().text
+H.input("<M-n>")
+H.out.wrapped = H.ghost().text
+H.input("<M-p>")
+H.input("<Tab>")
+H.out.line = H.lines()[2]
+H.out.executed = H.wait(function() return executed[1] and executed end, 5000, "executeCommand")
+""",
+    )
+    assert out["first"] == "urn a + b"
+    assert out["second"] == "urn None"
+    assert out["wrapped"] == "urn a + b"
+    assert out["line"] == "    return None"
+    assert out["executed"] == [{"command": "groundspec.accepted", "arguments": [2]}]
+
+
 def test_refactor_selection_with_prompted_instruction(tmp_path: Path) -> None:
     out = run_nvim(
         tmp_path,

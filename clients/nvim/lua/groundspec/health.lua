@@ -19,6 +19,10 @@ function M.check()
   local cmd = gs.config.cmd
 
   health.start("groundspec server")
+  if type(cmd) == "function" then
+    health.info("cmd is a Lua function (in-process server)")
+    return
+  end
   local exe = cmd[1]
   if vim.fn.executable(exe) == 1 then
     health.ok(("`%s` found: %s"):format(exe, vim.fn.exepath(exe)))
