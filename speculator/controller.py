@@ -29,6 +29,8 @@ class Controller:
         self.cost_ms = dict(cost_ms or DEFAULT_COST_MS)
         self.max_draft = max_draft
         self._hits: dict[str, float] = {}
+        self._global_scale = 1.0  # measured / tabled cost, all batch sizes
+        self._scale: dict[int, float] = {}  # the same, per tabled batch size
         self._trials: dict[str, float] = {}
 
     def acceptance(self, bucket: str) -> float:
@@ -38,18 +40,12 @@ class Controller:
         return min(0.995, hits / trials)
 
     def cost(self, rows: int) -> float:
-        sizes = sorted(self.cost_ms)
-        i = bisect.bisect_left(sizes, rows)
-        if i < len(sizes) and sizes[i] == rows:
-            return self.cost_ms[rows]
-        if i == 0:
-            return self.cost_ms[sizes[0]]
-        if i == len(sizes):  # extrapolate linearly from the last two sizes
-            a, b = sizes[-2], sizes[-1]
-        else:
-            a, b = sizes[i - 1], sizes[i]
-        ca, cb = self.cost_ms[a], self.cost_ms[b]
-        return ca + (cb - ca) * (rows - a) / (b - a)
+        """Expected verify ms for a batch: the tabled shape times the measured scale."""
+        size = self._nearest(rows)
+        return _interpolate(self.cost_ms, rows) * self._scale.get(size, self._global_scale)
+
+    def _nearest(self, rows: int) -> int:
+        return min(self.cost_ms, key=lambda s: abs(s - rows))
 
     def draft_length(self, bucket: str, available: int, extra_cost_ms: float = 0.0) -> int:
         """Best number of drafts to verify (0 = plain decoding).
@@ -78,9 +74,19 @@ class Controller:
         self._trials[bucket] = self._trials.get(bucket, 0.0) + accepted + (accepted < drafted)
 
     def observe_cost(self, rows: int, ms: float) -> None:
-        """Fold a measured verify time into the nearest tabled batch size."""
-        size = min(self.cost_ms, key=lambda s: abs(s - rows))
-        if size != rows and abs(size - rows) / size > 0.25:
-            return
-        scaled = ms * self.cost(size) / max(self.cost(rows), 1e-6)
-        self.cost_ms[size] = 0.8 * self.cost_ms[size] + 0.2 * scaled
+        """Fold a measured verify time into the global and the per-size scale."""
+        ratio = ms / _interpolate(self.cost_ms, rows)
+        self._global_scale = 0.9 * self._global_scale + 0.1 * ratio
+        size = self._nearest(rows)
+        self._scale[size] = 0.7 * self._scale.get(size, self._global_scale) + 0.3 * ratio
+
+
+def _interpolate(table: dict[int, float], rows: int) -> float:
+    sizes = sorted(table)
+    i = bisect.bisect_left(sizes, rows)
+    if i < len(sizes) and sizes[i] == rows:
+        return table[rows]
+    if i == 0:
+        return table[sizes[0]]
+    a, b = (sizes[-2], sizes[-1]) if i == len(sizes) else (sizes[i - 1], sizes[i])
+    return table[a] + (table[b] - table[a]) * (rows - a) / (b - a)

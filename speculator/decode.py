@@ -126,7 +126,9 @@ class Decoder:
         controller: Controller,
         drafters: Sequence[Drafter],
         params: SamplingParams,
+        min_draft: int = 0,
     ):
+        self.min_draft = min_draft  # > 0: the user chose the drafters, always try them
         self.session = session
         self.token_bytes = token_bytes
         self.is_end = is_end
@@ -169,7 +171,7 @@ class Decoder:
                 self.controller.observe_acceptance(draft.bucket, k, accepted)
                 for drafter in self.drafters:
                     if drafter.name == draft.drafter:
-                        drafter.feedback(draft, accepted)
+                        drafter.feedback(draft, accepted, forced)
             if done:
                 break
             logits = rows[accepted].copy()  # rows is a view the next decode reuses
@@ -194,12 +196,14 @@ class Decoder:
             # Ask for as much as the most confident bucket would verify.
             best = "draft" if drafter.name == "draft" else "lookup:aligned"
             budget = self.controller.draft_length(best, remaining - 1, extra)
+            budget = min(remaining - 1, max(budget, 8 * self.min_draft))
             if budget <= 0:
                 continue
             draft = drafter.propose(history, budget)
             if draft is None:
                 continue
             k = self.controller.draft_length(draft.bucket, len(draft.tokens), extra)
+            k = min(len(draft.tokens), max(k, self.min_draft))
             if k > 0:
                 draft.tokens = draft.tokens[:k]
                 return draft

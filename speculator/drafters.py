@@ -7,7 +7,7 @@ DraftModelDrafter wraps a small model with its own KV-cached session.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
@@ -37,7 +37,10 @@ class Drafter(Protocol):
 
     def propose(self, history: Sequence[int], k: int) -> Draft | None: ...
 
-    def feedback(self, draft: Draft, accepted: int) -> None: ...
+    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
+        """`accepted` drafts were taken; `correction` is the target's token in
+        place of the first rejected one (None if none was rejected)."""
+        ...
 
 
 class PromptLookupDrafter:
@@ -51,7 +54,16 @@ class PromptLookupDrafter:
 
     name = "lookup"
 
-    def __init__(self, sources: Sequence[Sequence[int]], max_ngram: int = 6, min_ngram: int = 1):
+    def __init__(
+        self,
+        sources: Sequence[Sequence[int]],
+        max_ngram: int = 6,
+        min_ngram: int = 1,
+        is_word: Callable[[int], bool] | None = None,
+    ):
+        self.is_word = is_word or (lambda token: True)
+        # Learned renames: source token -> the token the target wrote instead.
+        self.substitutions: dict[int, int] = {}
         self.max_ngram = max_ngram
         self.min_ngram = min_ngram
         self.corpus: list[int] = []
@@ -128,14 +140,22 @@ class PromptLookupDrafter:
         for tok in self.corpus[start : start + k]:
             if tok == SEPARATOR:
                 break
-            out.append(tok)
+            out.append(self.substitutions.get(tok, tok))
         return out
 
-    def feedback(self, draft: Draft, accepted: int) -> None:
+    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
         # The target's own token follows the accepted ones: assume it replaced
         # the corpus token there one for one.
-        self.expected = self._last_start + accepted + 1
+        rejected_at = self._last_start + accepted
+        self.expected = rejected_at + 1
         self.aligned = accepted == len(draft.tokens)
+        if correction is None or rejected_at >= len(self.corpus):
+            return
+        source = self.corpus[rejected_at]
+        if source in self.substitutions:
+            del self.substitutions[source]  # the learned rename was wrong here
+        elif source != SEPARATOR and self.is_word(source) and self.is_word(correction):
+            self.substitutions[source] = correction
 
 
 class DraftModelDrafter:
@@ -175,7 +195,7 @@ class DraftModelDrafter:
             logits = self.session.append([tok])[-1]
         return Draft(tokens, self.name, "draft") if tokens else None
 
-    def feedback(self, draft: Draft, accepted: int) -> None:
+    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
         pass
 
 

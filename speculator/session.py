@@ -57,6 +57,10 @@ class Session:
         params.n_threads = threads
         params.n_threads_batch = threads
         params.no_perf = True
+        # Sequence 1 parks reused chunks while the text in front of them is
+        # evaluated; a unified cache makes that a relabel, not a copy.
+        params.n_seq_max = 2
+        params.kv_unified = True
         ctx = llama_cpp.llama_init_from_model(model, params)
         if ctx is None:
             raise EngineError(f"could not create a llama.cpp context of {n_ctx} tokens")
@@ -89,22 +93,17 @@ class Session:
         # The last token is always evaluated: its logits are the ones we need.
         keep = min(common_prefix(self.cells, prompt), len(prompt) - 1)
         moves = self._plan_moves(segments, keep) if shift_reuse and self.can_shift else []
-        self._apply(keep, moves)
-        known = np.zeros(len(prompt), dtype=bool)
-        known[:keep] = True
-        for _old, new, length in moves:
-            known[new : new + length] = True
-        todo = [int(p) for p in np.flatnonzero(~known)]
-        logits = self._eval_positions(prompt, todo)
+        logits = self._rebuild(prompt, keep, moves)
         self.cells = list(prompt)
-        pos = 0
         self.segments = []
+        pos = 0
         for seg in segments:
             self.segments.append((pos, tuple(seg)))
             pos += len(seg)
         shifted = sum(length for _o, _n, length in moves)
+        evaluated = len(prompt) - keep - shifted
         ms = (time.perf_counter() - started) * 1000
-        return SyncResult(len(prompt), keep + shifted, len(todo), shifted, ms), logits
+        return SyncResult(len(prompt), keep + shifted, evaluated, shifted, ms), logits
 
     def _plan_moves(self, segments: Sequence[Sequence[int]], keep: int) -> list[tuple[int, int, int]]:
         """(old position, new position, length) of old segments reusable past `keep`."""
@@ -127,34 +126,42 @@ class Session:
             new_pos += len(seg)
         return moves
 
-    def _apply(self, keep: int, moves: list[tuple[int, int, int]]) -> None:
-        """Drop every cell past `keep` except the moved chunks, then shift those."""
-        kept_ranges = sorted((old, old + length) for old, _new, length in moves)
-        start = keep
-        for lo, hi in kept_ranges:
-            self._rm(start, lo)
-            start = hi
-        self._rm(start, -1)
+    def _rebuild(self, prompt: list[int], keep: int, moves: list[tuple[int, int, int]]) -> Logits:
+        """Keep the prefix, move the reused chunks, evaluate everything else.
+
+        llama.cpp only accepts a batch that continues a sequence right after
+        its last position, so each moved chunk waits in sequence 1 until the
+        tokens in front of it have been evaluated in sequence 0.
+        """
+        for old, _new, length in moves:
+            llama_cpp.llama_memory_seq_cp(self.memory, 0, 1, old, old + length)
+        self._rm(0, keep, -1)
         # Shift left-movers left to right, then right-movers right to left, so a
         # chunk never lands on cells of a chunk that has not moved yet.
         left = [m for m in moves if m[1] < m[0]]
         right = [m for m in moves if m[1] > m[0]][::-1]
         for old, new, length in left + right:
-            llama_cpp.llama_memory_seq_add(self.memory, 0, old, old + length, new - old)
+            llama_cpp.llama_memory_seq_add(self.memory, 1, old, old + length, new - old)
+        pos = keep
+        for _old, new, length in moves:
+            self._eval_range(prompt, pos, new)
+            llama_cpp.llama_memory_seq_cp(self.memory, 1, 0, new, new + length)
+            pos = new + length
+        if moves:
+            self._rm(1, -1, -1)
+        return self._eval_range(prompt, pos, len(prompt))
 
-    def _rm(self, p0: int, p1: int) -> None:
+    def _rm(self, seq: int, p0: int, p1: int) -> None:
         if p1 != -1 and p1 <= p0:
             return
-        if not llama_cpp.llama_memory_seq_rm(self.memory, 0, p0, p1):
+        if not llama_cpp.llama_memory_seq_rm(self.memory, seq, p0, p1):
             raise EngineError("llama.cpp could not trim the KV cache")
 
-    def _eval_positions(self, prompt: list[int], positions: list[int]) -> Logits:
-        """Evaluate prompt tokens at the given (sorted) positions; logits of the last one."""
-        for start in range(0, len(positions), self.n_batch):
-            chunk = positions[start : start + self.n_batch]
-            self._fill(
-                [prompt[p] for p in chunk], chunk, want_logits=[False] * (len(chunk) - 1) + [True]
-            )
+    def _eval_range(self, prompt: list[int], start: int, end: int) -> Logits:
+        """Evaluate prompt[start:end] at its positions; logits of the last token."""
+        for lo in range(start, end, self.n_batch):
+            hi = min(end, lo + self.n_batch)
+            self._fill(prompt[lo:hi], list(range(lo, hi)), [False] * (hi - lo - 1) + [True])
             self._decode()
         return self._logits(-1)  # -1: the last row that asked for logits
 
@@ -179,12 +186,13 @@ class Session:
     def trim(self, n: int) -> None:
         """Keep the first n cells (a rejected draft is a trim)."""
         if n < len(self.cells):
-            self._rm(n, -1)
+            self._rm(0, n, -1)
             del self.cells[n:]
 
     # -- low level ------------------------------------------------------------
 
     def _fill(self, tokens: list[int], positions: list[int], want_logits: list[bool]) -> None:
+        """Load the batch: sequence 0, the given positions, logits where asked."""
         b = self.batch
         b.n_tokens = len(tokens)
         for i, (tok, pos, want) in enumerate(zip(tokens, positions, want_logits, strict=True)):

@@ -1,0 +1,335 @@
+"""`groundspec bench`: speculation modes on a fixed corpus of real code.
+
+Every mode runs on the same task with the same warm prompt, one after the
+other, so ratios come from one run on one machine. Speedup is decode tokens/s
+against `off`; "identical" compares the text with `off`'s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import platform
+import resource
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgspec
+
+from .config import EngineConfig
+from .grounding import Grounding
+from .languages import language_id_for_path
+from .types import CompletionRequest, RefactorRequest
+
+log = logging.getLogger(__name__)
+
+CORPUS = Path(__file__).parent / "bench_corpus"
+
+REFACTORS: list[tuple[str, str, str]] = [  # (file, definition name, instruction)
+    ("colorsys.py", "rgb_to_hls", "Rename the parameters r, g, b to red, green, blue."),
+    ("bisect.py", "insort_right", "Add type hints to the parameters and the return value."),
+    ("graphlib.py", "static_order", "Add a docstring that explains what the method yields."),
+    ("fnmatch.py", "filter", "Rename the local variable `result` to `matches`."),
+    ("reprlib.py", "repr_dict", "Rename the parameter `level` to `depth`."),
+    ("colorsys.py", "hsv_to_rgb", "Add type hints: all parameters are floats and it returns a tuple of three floats."),
+    ("graphlib.py", "done", "Rename the local variable `nodeinfo` to `info`."),
+    ("explain-dep.js", "explainDependents", "Rename the parameter `depth` to `level`."),
+    ("format-bytes.js", "formatBytes", "Add a JSDoc comment describing the parameters and the return value."),
+    ("explain-dep.js", "explainEdge", "Convert the string concatenations to template literals where they exist, keep the rest unchanged."),
+]  # fmt: skip
+
+
+@dataclass
+class Task:
+    name: str
+    kind: str  # "completion" or "refactor"
+    path: str
+    text: str
+    start: int  # cursor (completion) or selection start (refactor)
+    end: int = 0
+    expected: str = ""  # the removed original text (completion)
+    instruction: str = ""
+    multiline: bool = False
+
+
+@dataclass
+class Run:
+    task: str
+    kind: str
+    mode: str
+    text: str
+    stats: dict[str, object]
+    seconds: float = 0.0
+
+
+@dataclass
+class Report:
+    runs: list[Run] = field(default_factory=list)
+    peer: list[dict[str, object]] = field(default_factory=list)
+
+
+def _definition_span(text: str, path: str, name: str) -> tuple[int, int]:
+    grounding = Grounding(text, language_id_for_path(path))
+    for pattern in (f"def {name}(", f"const {name} = ", f"function {name}("):
+        at = text.find(pattern)
+        if at >= 0:
+            scope = grounding.enclosing_scope(at + len(pattern) - 1)
+            if pattern.startswith("const"):  # take the whole declaration line to its end
+                end = text.find("\n}\n", at)
+                return text.rfind("\n", 0, at) + 1, end + 3
+            if scope:
+                start = text.rfind("\n", 0, scope[0]) + 1
+                end = text.find("\n", scope[1])
+                return start, (end + 1 if end >= 0 else len(text))
+    raise ValueError(f"{name} not found in {path}")
+
+
+def completion_tasks(per_file: int = 3) -> list[Task]:
+    """Remove a line's code (or a block of 4 lines) and ask for it back."""
+    tasks: list[Task] = []
+    for path in sorted(CORPUS.glob("*.py")) + sorted(CORPUS.glob("*.js")):
+        text = path.read_text()
+        lines = text.split("\n")
+        candidates = [
+            i for i, ln in enumerate(lines)
+            if ln.startswith("    ") and len(ln.strip()) >= 16 and not ln.strip().startswith(("#", "//", '"', "'", "*"))
+        ]  # fmt: skip
+        picks = [candidates[(k + 1) * len(candidates) // (per_file + 1)] for k in range(per_file)]
+        for k, i in enumerate(picks):
+            multiline = k == per_file - 1
+            indent = len(lines[i]) - len(lines[i].lstrip())
+            start = sum(len(s) + 1 for s in lines[:i]) + indent
+            n_lines = 4 if multiline else 1
+            end = sum(len(s) + 1 for s in lines[: i + n_lines]) - 1
+            expected = text[start:end]
+            edited = text[:start] + text[end:]
+            tasks.append(Task(f"{path.name}:{i + 1}{'+' if multiline else ''}", "completion", path.name,
+                              edited, start, expected=expected, multiline=multiline))  # fmt: skip
+    return tasks
+
+
+def refactor_tasks() -> list[Task]:
+    tasks = []
+    for file, name, instruction in REFACTORS:
+        text = (CORPUS / file).read_text()
+        start, end = _definition_span(text, file, name)
+        tasks.append(Task(f"{file}:{name}", "refactor", file, text, start, end, instruction=instruction))
+    return tasks
+
+
+def run_task(engine: object, task: Task, mode: str) -> Run:
+    started = time.perf_counter()
+    if task.kind == "completion":
+        req = CompletionRequest(text=task.text, cursor=task.start, language_id=language_id_for_path(task.path),
+                                path=task.path, max_tokens=64 if task.multiline else 32, speculation=mode)  # type: ignore[arg-type]  # fmt: skip
+        result = engine.complete(req)  # type: ignore[attr-defined]
+        text = result.text
+    else:
+        rreq = RefactorRequest(text=task.text, start=task.start, end=task.end, instruction=task.instruction,
+                               language_id=language_id_for_path(task.path), path=task.path, max_tokens=768,
+                               speculation=mode)  # type: ignore[arg-type]  # fmt: skip
+        result = engine.refactor(rreq)  # type: ignore[attr-defined]
+        text = result.new_text
+    stats = msgspec.to_builtins(result.stats)
+    return Run(task.name, task.kind, mode, text, stats, time.perf_counter() - started)
+
+
+def run_peer(config: EngineConfig, tasks: list[Task]) -> list[dict[str, object]]:
+    """llama-cpp-python's LlamaPromptLookupDecoding vs its own plain decoding, end to end."""
+    from llama_cpp import Llama
+    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
+
+    from . import provision
+    from .models import resolve_path
+    from .prompt import build_refactor
+
+    path = str(resolve_path(config.target_model, provision.TARGET))
+    rows = []
+    plain = Llama(model_path=path, n_ctx=4096, n_threads=config.threads, verbose=False)
+    lookup = Llama(model_path=path, n_ctx=4096, n_threads=config.threads, verbose=False,
+                   draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10))  # fmt: skip
+    for task in tasks:
+        prompt, fence = build_refactor(task.text[task.start : task.end], task.instruction,
+                                       language_id_for_path(task.path))  # fmt: skip
+        row: dict[str, object] = {"task": task.name}
+        for name, llm in (("plain", plain), ("lookup", lookup)):
+            llm.reset()
+            t0 = time.perf_counter()
+            out = llm.create_completion(prompt, max_tokens=768, temperature=0.0, stop=[fence])
+            row[f"{name}_s"] = round(time.perf_counter() - t0, 2)
+            row[f"{name}_tokens"] = out["usage"]["completion_tokens"]  # type: ignore[index]
+            row[f"{name}_text"] = out["choices"][0]["text"]  # type: ignore[index]
+        rows.append(row)
+    return rows
+
+
+def summarize(report: Report) -> dict[str, dict[str, dict[str, object]]]:
+    """Per kind and mode: tok/s, median speedup vs off, acceptance, identical count."""
+    base = {(r.task, r.kind): r for r in report.runs if r.mode == "off"}
+    out: dict[str, dict[str, dict[str, object]]] = {}
+    for kind in ("completion", "refactor"):
+        modes = sorted({r.mode for r in report.runs if r.kind == kind}, key=_mode_order)
+        for mode in modes:
+            runs = [r for r in report.runs if r.kind == kind and r.mode == mode]
+            tokens = sum(int(r.stats["generatedTokens"]) for r in runs)  # type: ignore[call-overload]
+            ms = sum(float(r.stats["decodeMs"]) for r in runs)  # type: ignore[arg-type]
+            drafted = sum(int(r.stats["draftedTokens"]) for r in runs)  # type: ignore[call-overload]
+            accepted = sum(int(r.stats["acceptedTokens"]) for r in runs)  # type: ignore[call-overload]
+            speedups = [_speedup(base[(r.task, kind)], r) for r in runs if (r.task, kind) in base]
+            speedups = [s for s in speedups if s is not None]
+            same = sum(1 for r in runs if (r.task, kind) in base and base[(r.task, kind)].text == r.text)
+            out.setdefault(kind, {})[mode] = {
+                "tasks": len(runs),
+                "tokens_per_s": round(tokens / ms * 1000, 2) if ms else 0.0,
+                "median_speedup": round(statistics.median(speedups), 2) if speedups else None,
+                "min_speedup": round(min(speedups), 2) if speedups else None,
+                "acceptance": round(accepted / drafted, 3) if drafted else None,
+                "drafted": drafted,
+                "identical": f"{same}/{len(runs)}",
+            }
+    return out
+
+
+def _speedup(off: Run, run: Run) -> float | None:
+    def rate(r: Run) -> float:
+        ms = float(r.stats["decodeMs"])  # type: ignore[arg-type]
+        return int(r.stats["generatedTokens"]) / ms if ms > 0 else 0.0  # type: ignore[call-overload]
+
+    base = rate(off)
+    return rate(run) / base if base > 0 and rate(run) > 0 else None
+
+
+def _mode_order(mode: str) -> int:
+    order = ["off", "auto", "lookup", "draft", "both"]
+    return order.index(mode) if mode in order else len(order)
+
+
+def markdown(report: Report, summary: dict[str, dict[str, dict[str, object]]], config: EngineConfig) -> str:
+    lines = [
+        "# Benchmarks",
+        "",
+        f"Machine: {platform.machine()}, {_cpu_count()} CPU threads used by llama.cpp, "
+        f"{platform.system()} {platform.release()}; GPU layers: {config.n_gpu_layers or 0}. "
+        f"Run at {time.strftime('%Y-%m-%d %H:%M')}, `groundspec bench`.",
+        "",
+        "Decode tokens/s are summed over tasks; speedup is each task's decode tokens/s over `off`'s "
+        "in the same run (median and worst); acceptance = accepted / drafted tokens; identical = "
+        "text equal to `off`'s.",
+        "",
+    ]
+    for kind, modes in summary.items():
+        lines += [f"## {kind} tasks", "", "| mode | tasks | decode tok/s | median speedup | worst | acceptance | drafted | identical to off |",
+                  "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for mode, row in modes.items():
+            lines.append(f"| {mode} | {row['tasks']} | {row['tokens_per_s']} | {row['median_speedup']} | "
+                         f"{row['min_speedup']} | {row['acceptance']} | {row['drafted']} | {row['identical']} |")  # fmt: skip
+        lines.append("")
+    if report.peer:
+        lines += ["## Peer: llama-cpp-python `LlamaPromptLookupDecoding` (refactor tasks, end to end)", "",
+                  "| task | plain s | lookup s | speedup | same text |", "|---|---|---|---|---|"]  # fmt: skip
+        for row in report.peer:
+            ratio = float(row["plain_s"]) / float(row["lookup_s"])  # type: ignore[arg-type]
+            lines.append(f"| {row['task']} | {row['plain_s']} | {row['lookup_s']} | {ratio:.2f} | "
+                         f"{row['plain_text'] == row['lookup_text']} |")  # fmt: skip
+        lines.append("")
+    divergent = _divergences(report)
+    lines += ["## Divergences from `off`", ""]
+    lines += divergent or ["None: every speculative output equals plain greedy decoding."]
+    lines += ["", f"Peak RSS of the benchmark process: {_peak_rss_mb():.0f} MB.", ""]
+    return "\n".join(lines)
+
+
+def _divergences(report: Report) -> list[str]:
+    base = {(r.task, r.kind): r.text for r in report.runs if r.mode == "off"}
+    out = []
+    for r in report.runs:
+        ref = base.get((r.task, r.kind))
+        if r.mode != "off" and ref is not None and ref != r.text:
+            at = next((i for i, (a, b) in enumerate(zip(ref, r.text)) if a != b), min(len(ref), len(r.text)))
+            out.append(f"- {r.kind} `{r.task}` mode `{r.mode}`: differs at character {at} "
+                       f"({ref[max(0, at - 20):at + 20]!r} vs {r.text[max(0, at - 20):at + 20]!r})")  # fmt: skip
+    return out
+
+
+def _cpu_count() -> int:
+    import os
+
+    return os.cpu_count() or 0
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main(args: argparse.Namespace, config: EngineConfig) -> int:
+    if args.replay:
+        from .bench_replay import run_replay
+
+        return run_replay(args, config)
+    if args.workspace:
+        from .bench_workspace import run_workspace
+
+        return run_workspace(args, config)
+    from .factory import load_engine
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    tasks = []
+    if args.kind in ("all", "completion"):
+        tasks += completion_tasks()[: args.limit or None]
+    if args.kind in ("all", "refactor"):
+        tasks += refactor_tasks()[: args.limit or None]
+    engine = load_engine(config)
+    report = Report()
+    for task in tasks:
+        engine.warm(CompletionRequest(text=task.text, cursor=task.start)) if task.kind == "completion" else None
+        for mode in [m for m in modes if m != "peer"]:
+            run = run_task(engine, task, mode)
+            report.runs.append(run)
+            log.warning("%s %-8s %s", task.name, mode, json.dumps(run.stats))
+    if "peer" in modes:
+        engine.close()  # type: ignore[attr-defined]
+        report.peer = run_peer(config, [t for t in tasks if t.kind == "refactor"])
+    summary = summarize(report)
+    text = markdown(report, summary, config)
+    if args.output:
+        Path(args.output).write_text(text)
+    if args.json:
+        print(json.dumps({"summary": summary, "runs": [r.__dict__ for r in report.runs], "peer": report.peer}))
+    else:
+        print(text)
+    return 0
+
+
+DEMO_SOURCE = '''def area_of_square(side: float) -> float:
+    return side * side
+
+
+def area_of_rectangle(width: float, height: float) -> float:
+    return width * height
+
+
+def perimeter_of_square(side: float) -> float:
+    return 4 * side
+
+
+def perimeter_of_rectangle(width: float, height: float) -> float:
+'''
+
+
+def demo(config: EngineConfig) -> int:
+    """Complete a function, then refactor it, printing speeds."""
+    from .factory import load_engine
+
+    engine = load_engine(config)
+    for mode in ("off", "auto"):
+        result = engine.complete(CompletionRequest(text=DEMO_SOURCE, cursor=len(DEMO_SOURCE), speculation=mode))
+        print(f"completion ({mode}): {result.text!r}\n  {msgspec.json.encode(result.stats).decode()}")
+    for mode in ("off", "auto"):
+        refactor = engine.refactor(RefactorRequest(text=DEMO_SOURCE, start=0, end=len(DEMO_SOURCE),
+                                                   instruction="Rename `side` to `length` everywhere.",
+                                                   speculation=mode))  # fmt: skip
+        print(f"refactor ({mode}):\n{refactor.new_text}\n  {msgspec.json.encode(refactor.stats).decode()}")
+    return 0

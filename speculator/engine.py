@@ -1,0 +1,242 @@
+"""The real engine: target + draft models, grounded drafting, exact output."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+import msgspec
+
+from . import provision
+from .config import EngineConfig
+from .controller import Controller
+from .decode import DecodeOutcome, Decoder, SamplingParams, StopRule
+from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
+from .factory import ProgressCallback
+from .grounding import Grounding, similar_siblings
+from .models import Model, check_same_vocab, resolve_path
+from .postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
+from .prompt import FimPrompt, build_fim, build_refactor
+from .session import Session, SyncResult
+from .totals import Totals
+from .types import (
+    CancelToken,
+    Cancelled,
+    CompletionRequest,
+    CompletionResult,
+    ContextProvider,
+    EngineError,
+    RefactorRequest,
+    RefactorResult,
+    Speculation,
+    Stats,
+)
+
+log = logging.getLogger(__name__)
+
+MAX_DOCUMENT_CHARS = 5_000_000
+
+
+class SpeculativeEngine:
+    def __init__(self, target: Model, draft: Model | None, config: EngineConfig):
+        threads = config.threads or os.cpu_count() or 2
+        self.target = target
+        self.draft = draft
+        self.config = config
+        self.session = Session(target.model, config.n_ctx, threads)
+        self.draft_session = Session(draft.model, config.n_ctx, threads) if draft else None
+        self.controller = Controller()
+        self.shift_reuse = True  # reuse the FIM suffix's KV after edits (approximate)
+        self._totals = Totals()
+        self._provider: ContextProvider | None = None
+        self._window_starts: dict[str, int] = {}
+
+    @classmethod
+    def load(cls, config: EngineConfig, progress: ProgressCallback | None = None) -> SpeculativeEngine:
+        if progress:
+            progress("loading the target model", 10)
+        target = Model(resolve_path(config.target_model, provision.TARGET), config.n_gpu_layers)
+        draft = None
+        if config.use_draft:
+            if progress:
+                progress("loading the draft model", 60)
+            draft = Model(resolve_path(config.draft_model, provision.DRAFT), config.n_gpu_layers)
+            check_same_vocab(target, draft)
+        if progress:
+            progress("models ready", 100)
+        return cls(target, draft, config)
+
+    def close(self) -> None:
+        for session in (self.session, self.draft_session):
+            if session is not None:
+                session.close()
+        self.target.close()
+        if self.draft is not None:
+            self.draft.close()
+
+    def set_context_provider(self, provider: ContextProvider | None) -> None:
+        self._provider = provider
+
+    def totals(self) -> dict[str, object]:
+        return self._totals.snapshot()
+
+    # -- completion -------------------------------------------------------------
+
+    def complete(self, request: CompletionRequest, cancel: CancelToken | None = None) -> CompletionResult:
+        started = time.perf_counter()
+        _check_text(request.text)
+        if not 0 <= request.cursor <= len(request.text):
+            raise EngineError(f"position is outside the document (offset {request.cursor} of {len(request.text)})")
+        grounding = Grounding(request.text, request.language_id)
+        fim = self._fim_prompt(request, grounding)
+        sync, logits = self.session.sync(self._tokenize_segments(fim), shift_reuse=self.shift_reuse)
+        multiline = request.multiline if request.multiline is not None else is_multiline(
+            request.text, request.cursor, grounding
+        )
+        stop = CompletionStop(request.text, request.cursor, multiline)
+        corpus = self._completion_corpus(request, grounding, fim)
+        outcome = self._decode(logits, request.speculation, request, corpus, stop, cancel)
+        text = finish_completion(outcome.text, multiline)
+        stats = self._stats(sync, outcome, started, request.speculation)
+        return CompletionResult(text=text, stats=stats)
+
+    def warm(self, request: CompletionRequest) -> int:
+        """Evaluate the request's prompt into the KV cache (no generation)."""
+        _check_text(request.text)
+        fim = self._fim_prompt(request, Grounding(request.text, request.language_id))
+        sync, _ = self.session.sync(self._tokenize_segments(fim), shift_reuse=self.shift_reuse)
+        return sync.evaluated
+
+    def _fim_prompt(self, request: CompletionRequest, grounding: Grounding) -> FimPrompt:
+        snippets = []
+        if self._provider is not None:
+            query = request.text[max(0, request.cursor - 1500) : request.cursor]
+            snippets = self._provider.related(request.path, query, 3)
+        key = request.path or ""
+        fim = build_fim(request.text, request.cursor, grounding, snippets, request.path,
+                        self._reusable_window_start(key, request))  # fmt: skip
+        self._window_starts[key] = request.cursor - len(fim.prefix)
+        return fim
+
+    def _reusable_window_start(self, key: str, request: CompletionRequest) -> int | None:
+        """Keep last request's window start while it still fits (hysteresis)."""
+        start = self._window_starts.get(key)
+        if start is None or not 0 <= start <= request.cursor:
+            return None
+        if request.cursor - start > 5000 or (start > 0 and request.text[start - 1] != "\n"):
+            return None
+        return start
+
+    def _tokenize_segments(self, fim: FimPrompt) -> list[list[int]]:
+        return [
+            (self.target.tokenize(special, special=True) if special else [])
+            + (self.target.tokenize(text) if text else [])
+            for special, text in fim.segments
+        ]
+
+    def _completion_corpus(self, request: CompletionRequest, grounding: Grounding, fim: FimPrompt) -> list[list[int]]:
+        """Lookup sources beyond the prompt: the enclosing scope and similar siblings."""
+        sources = similar_siblings(grounding, request.cursor)
+        scope = grounding.enclosing_scope(request.cursor)
+        if scope:
+            sources.append(request.text[scope[0] : scope[1]])
+        in_prompt = fim.prefix + fim.suffix
+        return [self.target.tokenize(s) for s in sources if s not in in_prompt][:4]
+
+    # -- refactor ---------------------------------------------------------------
+
+    def refactor(self, request: RefactorRequest, cancel: CancelToken | None = None) -> RefactorResult:
+        started = time.perf_counter()
+        _check_text(request.text)
+        if not 0 <= request.start <= request.end <= len(request.text):
+            raise EngineError(f"invalid range {request.start}-{request.end}")
+        if not request.instruction.strip():
+            raise EngineError("the refactor instruction is empty")
+        selection = request.text[request.start : request.end]
+        prompt, fence = build_refactor(selection, request.instruction, request.language_id)
+        tokens = self.target.tokenize(prompt, special=True)
+        sync, logits = self.session.sync([tokens])
+
+        def stop(text: str) -> int | None:
+            at = text.find(fence)
+            return at if at >= 0 else None
+
+        budget = max(request.max_tokens, len(tokens) // 4)
+        outcome = self._decode(logits, request.speculation, request, [], stop, cancel, budget)
+        new_text = finish_refactor(outcome.text, selection)
+        stats = self._stats(sync, outcome, started, request.speculation)
+        return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
+
+    # -- shared -----------------------------------------------------------------
+
+    def _decode(
+        self,
+        logits: object,
+        speculation: Speculation,
+        request: CompletionRequest | RefactorRequest,
+        corpus: list[list[int]],
+        stop: StopRule,
+        cancel: CancelToken | None,
+        max_tokens: int | None = None,
+    ) -> DecodeOutcome:
+        prompt = list(self.session.cells)
+        drafters = self._drafters(speculation, corpus, prompt)
+        params = SamplingParams(request.temperature, request.top_p, request.top_k, request.seed)
+        decoder = Decoder(self.session, self.target.token_bytes, self.target.is_end_of_generation,
+                          self.controller, drafters, params,
+                          min_draft=0 if speculation == "auto" else 1)  # fmt: skip
+        try:
+            return decoder.run(logits, max_tokens or request.max_tokens, stop, cancel)  # type: ignore[arg-type]
+        except Cancelled:
+            self._totals.record_cancelled()
+            raise
+
+    def _drafters(self, speculation: Speculation, corpus: list[list[int]], prompt: list[int]) -> list[Drafter]:
+        """Cheapest first. `auto` uses the draft model only once it has paid off."""
+        lookup = PromptLookupDrafter(corpus, is_word=self._is_word)
+        model = DraftModelDrafter(self.draft_session, prompt) if self.draft_session else None
+        if speculation == "off":
+            return []
+        if speculation == "lookup" or (speculation == "auto" and not self._draft_pays()):
+            return [lookup]
+        if speculation == "draft":
+            return [model] if model else []
+        return [lookup, model] if model else [lookup]
+
+    def _is_word(self, token: int) -> bool:
+        """An identifier-like token (learned renames are limited to these)."""
+        piece = self.target.token_bytes(token).strip()
+        return bool(piece) and piece.replace(b"_", b"").isalnum()
+
+    def _draft_pays(self) -> bool:
+        """The draft model is worth it when its expected gain beats plain decoding."""
+        if self.draft_session is None:
+            return False
+        return self.controller.draft_length("draft", 16, extra_cost_ms=self._draft_cost_ms()) > 0
+
+    def _draft_cost_ms(self) -> float:
+        return 27.0
+
+    def _stats(self, sync: SyncResult, outcome: DecodeOutcome, started: float, speculation: str) -> Stats:
+        stats = Stats(
+            generated_tokens=len(outcome.tokens),
+            drafted_tokens=outcome.drafted,
+            accepted_tokens=outcome.accepted,
+            prompt_tokens=sync.prompt_tokens,
+            reused_prompt_tokens=sync.reused,
+            prompt_ms=round(sync.ms, 1),
+            decode_ms=round(outcome.decode_ms, 1),
+            total_ms=round((time.perf_counter() - started) * 1000, 1),
+            speculation=speculation,
+        )
+        self._totals.record(stats, outcome.per_drafter)
+        log.info("request done: %s", msgspec.json.encode(stats).decode())
+        return stats
+
+
+def _check_text(text: str) -> None:
+    if len(text) > MAX_DOCUMENT_CHARS:
+        raise EngineError(f"the document is too large ({len(text)} characters; limit {MAX_DOCUMENT_CHARS})")
+    if "\x00" in text:
+        raise EngineError("the document looks binary (it contains NUL characters)")

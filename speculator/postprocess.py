@@ -1,0 +1,132 @@
+"""Where a completion stops and how it is cleaned up.
+
+Rules (the most common complaints about completion tools):
+- single-line vs multi-line, decided from the syntax at the cursor;
+- never repeat the suffix: stop where the completion starts writing the text
+  that already follows the cursor (closing brackets, the next line);
+- brackets: a closer that would close a bracket opened before the cursor,
+  which the suffix already closes, ends the completion;
+- indentation: a multi-line completion ends when it dedents out of the block.
+"""
+
+from __future__ import annotations
+
+from .grounding import Grounding
+
+OPENERS = {"(": ")", "[": "]", "{": "}"}
+CLOSERS = {v: k for k, v in OPENERS.items()}
+MAX_LINES = 16
+
+
+def is_multiline(text: str, cursor: int, grounding: Grounding) -> bool:
+    """Multi-line at an empty line or after a block opener; single-line otherwise."""
+    line_start = text.rfind("\n", 0, cursor) + 1
+    before = text[line_start:cursor]
+    line_end = text.find("\n", cursor)
+    after = text[cursor : line_end if line_end >= 0 else len(text)]
+    if after.strip() or grounding.in_string_or_comment(cursor):
+        return False
+    return not before.strip() or before.rstrip().endswith((":", "{", "(", "[", "=>"))
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+class CompletionStop:
+    """A stop rule for the decode loop: returns the cut index or None."""
+
+    def __init__(self, text: str, cursor: int, multiline: bool):
+        line_start = text.rfind("\n", 0, cursor) + 1
+        line_end = text.find("\n", cursor)
+        line_end = len(text) if line_end < 0 else line_end
+        self.multiline = multiline
+        self.rest_of_line = text[cursor:line_end].strip()
+        self.cursor_column_text = text[line_start:cursor]
+        self.base_indent = _indent(self.cursor_column_text) if not self.cursor_column_text.strip() else None
+        if self.base_indent is None:  # after a block opener: the block is one level deeper
+            self.base_indent = _indent(self.cursor_column_text) + 1
+        self.next_line = next((ln.strip() for ln in text[line_end + 1 :].split("\n") if ln.strip()), "")
+
+    def __call__(self, completion: str) -> int | None:
+        cut = self._bracket_cut(completion)
+        if not self.multiline:
+            newline = completion.find("\n")
+            if newline >= 0:
+                cut = newline if cut is None else min(cut, newline)
+            return self._suffix_cut(completion, cut)
+        return self._multiline_cut(completion, cut)
+
+    def _bracket_cut(self, completion: str) -> int | None:
+        """Stop before a closer that closes a bracket from before the cursor,
+        when the rest of the line already holds that closer."""
+        depth: list[str] = []
+        for i, ch in enumerate(completion):
+            if ch in OPENERS:
+                depth.append(ch)
+            elif ch in CLOSERS:
+                if depth:
+                    depth.pop()
+                elif ch in self.rest_of_line:
+                    return i
+        return None
+
+    def _suffix_cut(self, completion: str, cut: int | None) -> int | None:
+        """Single line: drop a tail that repeats the rest of the current line."""
+        if not self.rest_of_line:
+            return cut
+        head = completion if cut is None else completion[:cut]
+        at = head.find(self.rest_of_line)
+        if at >= 0:
+            return at
+        return cut
+
+    def _multiline_cut(self, completion: str, cut: int | None) -> int | None:
+        offset = 0
+        lines = completion.split("\n")
+        complete = lines[:-1]  # the last line may still grow
+        for n, line in enumerate(complete):
+            stripped = line.strip()
+            if n > 0 and stripped:
+                dedented = _indent(line) < (self.base_indent or 0)
+                repeats_suffix = self.next_line and stripped == self.next_line
+                if dedented or repeats_suffix:
+                    return _min(cut, offset - 1)
+            if n >= MAX_LINES:
+                return _min(cut, offset - 1)
+            offset += len(line) + 1
+        if len(complete) >= 2 and not complete[-1].strip() and not complete[-2].strip():
+            return _min(cut, offset - len(complete[-1]) - len(complete[-2]) - 2)
+        return cut
+
+
+def _min(a: int | None, b: int) -> int:
+    return b if a is None else min(a, b)
+
+
+def finish_completion(completion: str, multiline: bool) -> str:
+    """Final cleanup: no trailing blank lines or trailing spaces."""
+    if multiline:
+        completion = "\n".join(line.rstrip() for line in completion.split("\n")).rstrip("\n")
+    return completion.rstrip() if not multiline else completion
+
+
+def finish_refactor(output: str, selection: str) -> str:
+    """Keep the selection's trailing newline and its indentation."""
+    code = output.rstrip("\n").rstrip()
+    if code.startswith("\n"):
+        code = code[1:]
+    want = _common_indent(selection)
+    have = _common_indent(code)
+    if len(want) > len(have):
+        code = "\n".join((want[len(have) :] + ln) if ln.strip() else ln for ln in code.split("\n"))
+    if selection.endswith("\n"):
+        code += "\n"
+    return code
+
+
+def _common_indent(code: str) -> str:
+    indents = [line[: _indent(line)] for line in code.split("\n") if line.strip()]
+    if not indents:
+        return ""
+    return min(indents, key=len)
