@@ -10,6 +10,7 @@ local uv = vim.uv or vim.loop
 local M = {}
 
 local INVOKED, AUTOMATIC = 1, 2 -- LSP InlineCompletionTriggerKind
+local LOAD_PROGRESS = "groundspec/load" -- the server's $/progress token while models load
 
 local defaults = {
   cmd = { "groundspec", "serve" },
@@ -123,7 +124,11 @@ function M.suggest(buf, trigger_kind)
       or now[1] ~= cursor[1]
       or now[2] ~= cursor[2]
       or not in_insert()
-    if err or stale or not result then
+    if err then
+      -- e.g. the models are still loading; we ask again when they are ready.
+      return vim.notify_once("groundspec: " .. (err.message or "request failed"), vim.log.levels.WARN)
+    end
+    if stale or not result then
       return
     end
     local list = {}
@@ -400,14 +405,26 @@ function M.attach(buf)
       on_change(buf)
     end,
   })
+  local function ask_again(client_id)
+    local client = vim.lsp.get_client_by_id(client_id)
+    if client and client.name == "groundspec" and in_insert() and api.nvim_get_current_buf() == buf then
+      debounce(buf)
+    end
+  end
+  -- Typing started before the server was up, or while the models loaded: ask now.
   api.nvim_create_autocmd("LspAttach", {
     group = group,
     buffer = buf,
     callback = function(ev)
-      -- Typing started before the server was ready: ask now.
-      local client = vim.lsp.get_client_by_id(ev.data.client_id)
-      if client and client.name == "groundspec" and in_insert() and api.nvim_get_current_buf() == buf then
-        debounce(buf)
+      ask_again(ev.data.client_id)
+    end,
+  })
+  api.nvim_create_autocmd("LspProgress", {
+    group = group,
+    pattern = "end",
+    callback = function(ev)
+      if ev.data.params.token == LOAD_PROGRESS then
+        ask_again(ev.data.client_id)
       end
     end,
   })
