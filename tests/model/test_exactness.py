@@ -1,0 +1,51 @@
+"""Speculative output equals plain greedy output; cached equals fresh."""
+
+from __future__ import annotations
+
+import pytest
+
+from speculator.bench import completion_tasks, refactor_tasks, run_task
+from speculator.engine import SpeculativeEngine
+from speculator.types import CompletionRequest
+
+REFACTOR_TASKS = ["colorsys.py:rgb_to_hls", "graphlib.py:static_order", "fnmatch.py:filter"]
+COMPLETION_TASKS = 4
+
+
+@pytest.mark.parametrize("name", REFACTOR_TASKS)
+def test_refactor_speculation_is_exact(engine: SpeculativeEngine, name: str) -> None:
+    task = next(t for t in refactor_tasks() if t.name == name)
+    plain = run_task(engine, task, "off")
+    for mode in ("lookup", "both"):
+        run = run_task(engine, task, mode)
+        assert run.text == plain.text, f"{mode} diverged from off"
+        assert run.stats["generatedTokens"] == plain.stats["generatedTokens"]
+    assert run.stats["draftedTokens"] > 0
+
+
+def test_completion_speculation_is_exact(engine: SpeculativeEngine) -> None:
+    for task in completion_tasks()[:COMPLETION_TASKS]:
+        plain = run_task(engine, task, "off")
+        for mode in ("auto", "draft"):
+            assert run_task(engine, task, mode).text == plain.text, (task.name, mode)
+
+
+def test_keystroke_reuses_the_cache_and_matches_fresh(engine: SpeculativeEngine) -> None:
+    task = completion_tasks()[5]
+    typed = task.expected[:3]
+    text = task.text[: task.start] + typed + task.text[task.start :]
+    req = CompletionRequest(text=text, cursor=task.start + len(typed), max_tokens=16, path="k.py")
+    engine.complete(CompletionRequest(text=task.text, cursor=task.start, max_tokens=4, path="k.py"))
+    engine.shift_reuse = True
+    shifted = engine.complete(req)
+    assert shifted.stats.prompt_tokens - shifted.stats.reused_prompt_tokens <= 16
+    engine.shift_reuse = False  # exact: only the common prefix is reused
+    try:
+        engine.complete(CompletionRequest(text=task.text, cursor=task.start, max_tokens=4, path="k.py"))
+        cached = engine.complete(req)
+        engine.session.trim(0)  # cold cache
+        fresh = engine.complete(req)
+    finally:
+        engine.shift_reuse = True
+    assert fresh.stats.reused_prompt_tokens == 0
+    assert cached.text == fresh.text

@@ -1,0 +1,119 @@
+"""The command line: bad input gives one clear line on stderr and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lsp_server.cli import cursor_offset, line_range, parse_location, UsageError
+from speculator.models import check_same_vocab
+from speculator.types import EngineError
+
+STATS_KEYS = {"generatedTokens", "draftedTokens", "acceptedTokens", "promptTokens",
+              "reusedPromptTokens", "promptMs", "decodeMs", "totalMs", "speculation"}  # fmt: skip
+
+
+def groundspec(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lsp_server.cli", *args],
+        capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+
+
+def assert_clean_error(proc: subprocess.CompletedProcess[str], words: str) -> None:
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert words in lines[0]
+
+
+@pytest.fixture
+def source(tmp_path: Path) -> Path:
+    path = tmp_path / "a.py"
+    path.write_text("def add(a, b):\n    return a + b\n")
+    return path
+
+
+def test_complete_json_has_the_contract_keys(source: Path) -> None:
+    proc = groundspec("complete", f"{source}:2:5", "--json", "--fake")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert set(result) == {"text", "stats"}
+    assert set(result["stats"]) == STATS_KEYS
+
+
+def test_refactor_json_has_the_contract_keys(source: Path) -> None:
+    proc = groundspec("refactor", str(source), "--lines", "1-2", "--instruction", "rename", "--json", "--fake")
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert set(result) == {"newText", "range", "stats"}
+    assert result["range"] == {"start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}
+    assert set(result["stats"]) == STATS_KEYS
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    assert_clean_error(groundspec("complete", f"{tmp_path}/nope.py:1:1", "--fake"), "no such file")
+
+
+def test_bad_line_and_column(source: Path) -> None:
+    assert_clean_error(groundspec("complete", f"{source}:9:1", "--fake"), "past the end of the file")
+    assert_clean_error(groundspec("complete", f"{source}:1:99", "--fake"), "past the end of line 1")
+    assert_clean_error(groundspec("complete", f"{source}:x:1", "--fake"), "PATH:LINE:COL")
+
+
+def test_empty_and_binary_files(tmp_path: Path) -> None:
+    empty = tmp_path / "e.py"
+    empty.write_text("")
+    assert_clean_error(groundspec("complete", f"{empty}:1:1", "--fake"), "is empty")
+    binary = tmp_path / "b.py"
+    binary.write_bytes(b"\x00\x01\x02abc")
+    assert_clean_error(groundspec("complete", f"{binary}:1:1", "--fake"), "looks binary")
+
+
+def test_inverted_line_range(source: Path) -> None:
+    proc = groundspec("refactor", str(source), "--lines", "2-1", "--instruction", "x", "--fake")
+    assert_clean_error(proc, "invalid line range")
+
+
+def test_missing_model_file(source: Path, tmp_path: Path) -> None:
+    proc = groundspec("complete", f"{source}:2:5", "--target-model", str(tmp_path / "none.gguf"), "--no-draft")
+    assert_clean_error(proc, "model file not found")
+
+
+def test_corrupt_model_file(source: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.gguf"
+    bad.write_bytes(b"GGUF" + b"\x03\x00\x00\x00" + os.urandom(4096))
+    proc = groundspec("complete", f"{source}:2:5", "--target-model", str(bad), "--no-draft")
+    assert_clean_error(proc, "could not load")
+    notgguf = tmp_path / "text.gguf"
+    notgguf.write_text("hello")
+    proc = groundspec("complete", f"{source}:2:5", "--target-model", str(notgguf), "--no-draft")
+    assert_clean_error(proc, "not a GGUF model file")
+
+
+class _FakeModel:
+    def __init__(self, n_vocab: int, name: str):
+        self.n_vocab = n_vocab
+        self.path = Path(name)
+
+    def vocab_signature(self) -> tuple[int, tuple[bytes, ...]]:
+        return self.n_vocab, (b"a",)
+
+
+def test_wrong_vocabulary_is_refused() -> None:
+    with pytest.raises(EngineError, match="different vocabulary"):
+        check_same_vocab(_FakeModel(151936, "t.gguf"), _FakeModel(32000, "d.gguf"))  # type: ignore[arg-type]
+
+
+def test_position_helpers() -> None:
+    assert parse_location("C:/x/a.py:3:4") == ("C:/x/a.py", 3, 4)
+    assert cursor_offset("ab\ncd\n", 2, 2) == 4
+    assert line_range("a\nb\nc\n", "2-3") == (2, 6)
+    with pytest.raises(UsageError):
+        line_range("a\n", "0-1")

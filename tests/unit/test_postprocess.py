@@ -1,0 +1,50 @@
+from speculator.grounding import Grounding
+from speculator.postprocess import CompletionStop, finish_refactor, is_multiline
+
+
+def _stop(text: str, cursor: int, multiline: bool) -> CompletionStop:
+    return CompletionStop(text, cursor, multiline)
+
+
+def test_single_line_stops_at_newline() -> None:
+    text = "x = foo(\n"
+    stop = _stop(text, len("x = foo("), multiline=False)
+    assert stop("a, b)\ny = 2") == len("a, b)")
+
+
+def test_does_not_repeat_the_closing_bracket_of_the_suffix() -> None:
+    text = "total = compute(values)\n"
+    cursor = text.index("values")
+    stop = _stop(text[:cursor] + text[cursor + 6 :], cursor, multiline=False)
+    assert stop("items)") == len("items")
+
+
+def test_multiline_stops_when_dedenting_out_of_the_block() -> None:
+    text = "def f(x):\n    \n"
+    cursor = text.index("    \n") + 4
+    stop = _stop(text, cursor, multiline=True)
+    completion = "y = x + 1\n    return y\ndef g():\n"
+    cut = stop(completion)
+    assert cut is not None and completion[:cut] == "y = x + 1\n    return y"
+
+
+def test_multiline_stops_before_repeating_the_next_line() -> None:
+    text = "def f(x):\n    \n    return y\n"
+    cursor = text.index("    \n") + 4
+    stop = _stop(text, cursor, multiline=True)
+    completion = "y = x * 2\n    return y\n"
+    cut = stop(completion)
+    assert cut is not None and completion[:cut] == "y = x * 2"
+
+
+def test_multiline_decision_from_the_syntax() -> None:
+    code = "def f(x):\n    return x\n\nname = 'a b'\n"
+    g = Grounding(code, "python")
+    assert is_multiline(code, len("def f(x):"), g)  # after a block opener
+    assert not is_multiline(code, code.index("return") + 3, g)  # mid-statement
+    assert not is_multiline(code, code.index("a b") + 1, g)  # inside a string
+
+
+def test_refactor_keeps_indentation_and_trailing_newline() -> None:
+    selection = "    def f(self):\n        return 1\n"
+    assert finish_refactor("def f(self):\n    return 2\n", selection) == "    def f(self):\n        return 2\n"

@@ -1,0 +1,27 @@
+from speculator.grounding import Grounding
+from speculator.prompt import FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, build_fim, prefix_window_start
+from speculator.types import Snippet
+
+CODE = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(400))
+
+
+def test_fim_layout_and_windows() -> None:
+    cursor = CODE.index("return x + 200") + len("return x + ")
+    fim = build_fim(CODE, cursor, Grounding(CODE, "python"), [], "a.py")
+    specials = [special for special, _ in fim.segments]
+    assert specials == [FIM_PREFIX, FIM_SUFFIX, "", FIM_MIDDLE]
+    assert CODE[:cursor].endswith(fim.prefix) and CODE[cursor:].startswith(fim.suffix)
+    assert fim.prefix.startswith("def f")  # window starts at a definition
+
+
+def test_window_start_is_stable_while_typing() -> None:
+    g = Grounding(CODE, "python")
+    cursor = CODE.index("return x + 200")
+    start = prefix_window_start(CODE, cursor, g, 4000)
+    typed = CODE[:cursor] + "abc" + CODE[cursor:]
+    assert prefix_window_start(typed, cursor + 3, Grounding(typed, "python"), 4000) == start
+
+
+def test_snippets_come_first_as_repo_files() -> None:
+    fim = build_fim(CODE, 10, Grounding(CODE, "python"), [Snippet("b.py", "def g(): pass")], "a.py")
+    assert fim.segments[0][0] == "<|repo_name|>" and "b.py" in fim.segments[0][1]

@@ -1,0 +1,46 @@
+"""The acceptance rules keep the target's distribution (lossless)."""
+
+import numpy as np
+
+from speculator.decode import SamplingParams, target_probs, verify_token
+
+
+def _empirical(draws: list[int], n: int) -> np.ndarray:
+    return np.bincount(draws, minlength=n) / len(draws)
+
+
+def test_greedy_accepts_only_the_argmax() -> None:
+    logits = np.array([0.1, 3.0, 0.2], dtype=np.float32)
+    assert verify_token(logits, 1, None, SamplingParams()) == (True, 1)
+    assert verify_token(logits, 2, None, SamplingParams()) == (False, 1)
+
+
+def test_deterministic_draft_keeps_the_target_distribution() -> None:
+    logits = np.log(np.array([0.5, 0.3, 0.2]))
+    params = SamplingParams(temperature=1.0, seed=1)
+    out = []
+    for _ in range(20000):
+        ok, token = verify_token(logits, 0, None, params)
+        out.append(0 if ok else token)
+    assert np.allclose(_empirical(out, 3), [0.5, 0.3, 0.2], atol=0.015)
+
+
+def test_stochastic_draft_keeps_the_target_distribution() -> None:
+    p_logits = np.log(np.array([0.6, 0.1, 0.3]))
+    q = np.array([0.2, 0.5, 0.3])
+    params = SamplingParams(temperature=1.0, seed=2)
+    rng = np.random.default_rng(3)
+    out = []
+    for _ in range(30000):
+        d = int(rng.choice(3, p=q))
+        ok, token = verify_token(p_logits, d, q, params)
+        out.append(d if ok else token)
+    assert np.allclose(_empirical(out, 3), [0.6, 0.1, 0.3], atol=0.015)
+
+
+def test_top_k_and_top_p_trim_the_distribution() -> None:
+    logits = np.log(np.array([0.5, 0.25, 0.15, 0.1]))
+    p = target_probs(logits, SamplingParams(temperature=1.0, top_k=2))
+    assert p[2] == 0 and p[3] == 0 and np.isclose(p.sum(), 1)
+    p = target_probs(logits, SamplingParams(temperature=1.0, top_p=0.7))
+    assert p[0] > 0 and p[1] > 0 and p[2] == 0 and p[3] == 0
