@@ -209,8 +209,8 @@ local cmd, executed = H.fake_server(function(params)
     return { title = "accepted", command = "groundspec.accepted", arguments = { n } }
   end
   return { items = {
-    { insertText = "return a + b", range = { start = { line = here.line, character = 4 }, ["end"] = here },
-      command = accepted(1) },
+    { insertText = "return a + b", command = accepted(1),
+      range = { start = { line = here.line, character = 4 }, ["end"] = here } },
     { insertText = "urn None", command = accepted(2) },
   } }
 end)
@@ -265,12 +265,34 @@ end, 20000, "the refactor edit")
     ]
 
 
+def test_refactor_charwise_selection_after_an_emoji(tmp_path: Path) -> None:
+    """A `v` selection is sent as an exact UTF-16 range (the emoji is 2 units)."""
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "x = '🎉' + a + b", "y = 2" })
+H.wait(function() return #vim.lsp.get_clients({ name = "groundspec" }) > 0 end, 10000, "client")
+H.input("gg0fav$h:GroundspecRefactor wrap it<CR>")
+H.out.encoding = vim.lsp.get_clients({ name = "groundspec" })[1].offset_encoding
+H.out.lines = H.wait(function()
+  local lines = H.lines()
+  return #lines == 3 and lines
+end, 20000, "the refactor edit")
+""",
+    )
+    # The fake engine's refactor: "# INSTRUCTION\n" + the selected text.
+    assert out["encoding"] == "utf-16"
+    assert out["lines"] == ["x = '🎉' + # wrap it", "a + b", "y = 2"]
+
+
 def test_checkhealth_reports_server_and_speed(tmp_path: Path) -> None:
     out = run_nvim(
         tmp_path,
         TYPE_RETURN
         + """
 H.input("<Esc>")
+H.out.messages = vim.fn.execute("messages")
 vim.cmd("checkhealth groundspec")
 H.out.report = table.concat(H.lines(), "\\n")
 """,
@@ -279,6 +301,7 @@ H.out.report = table.concat(H.lines(), "\\n")
     assert "found" in report and "running (client id" in report
     assert "tok/s" in report
     assert "ERROR" not in report
+    assert "initializationOptions" not in out["messages"]  # no complaint about our options
 
 
 @pytest.mark.model

@@ -375,6 +375,9 @@ end
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
   caps.textDocument.inlineCompletion = { dynamicRegistration = false }
+  -- UTF-16 is LSP's baseline and what VS Code speaks: the encoding the server
+  -- is tested with. (Neovim would also offer utf-8 and utf-32.)
+  caps.general = vim.tbl_extend("force", caps.general or {}, { positionEncodings = { "utf-16" } })
   return caps
 end
 
@@ -389,7 +392,8 @@ function M.attach(buf)
     name = "groundspec",
     cmd = M.config.cmd,
     root_dir = root,
-    init_options = M.config.init_options,
+    -- An empty Lua table would be sent as a JSON array.
+    init_options = next(M.config.init_options or {}) and M.config.init_options or vim.empty_dict(),
     capabilities = capabilities(),
   }, { bufnr = buf })
   if not client_id then
