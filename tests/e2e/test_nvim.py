@@ -59,10 +59,13 @@ def run_nvim(
     *,
     fake_text: str | None = "fake_completion()",
     timeout: float = 60,
+    init_lua: str | None = None,
 ) -> dict[str, Any]:
     """Run `scenario` (the body of `function(H) ... end`) and return its H.out.
 
-    fake_text=None runs the real engine.
+    fake_text=None runs the real engine. With `init_lua`, Neovim starts as a
+    user's would: that init.lua, the plugin installed in a packpath and
+    `groundspec` found on PATH.
     """
     scenario_file = tmp_path / "scenario.lua"
     scenario_file.write_text("return function(H)\n" + textwrap.dedent(scenario) + "\nend\n")
@@ -79,8 +82,20 @@ def run_nvim(
             GROUNDSPEC_FAKE_TEXT=fake_text,
             XDG_CONFIG_HOME=str(tmp_path / "config"),  # no user config for the server
         )
-    rtp = str(PLUGIN).replace(" ", "\\ ")
-    cmd = [NVIM, "--headless", "-u", "NONE", "--clean", "--cmd", f"set rtp^={rtp}"]
+    if init_lua is None:
+        rtp = str(PLUGIN).replace(" ", "\\ ")
+        cmd = [NVIM, "--headless", "-u", "NONE", "--clean", "--cmd", f"set rtp^={rtp}"]
+    else:
+        config, data = tmp_path / "config", tmp_path / "data"
+        (config / "nvim").mkdir(parents=True)
+        (config / "nvim" / "init.lua").write_text(init_lua)
+        start = data / "nvim" / "site" / "pack" / "groundspec" / "start"
+        start.mkdir(parents=True)
+        (start / "groundspec").symlink_to(PLUGIN)
+        bin_dir = str(Path(SERVER[0]).parent)  # type: ignore[index]
+        env.update(XDG_CONFIG_HOME=str(config), XDG_DATA_HOME=str(data), XDG_STATE_HOME=str(data))
+        env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
+        cmd = [NVIM, "--headless"]
     cmd += ["-c", f"luafile {HARNESS}"]
     proc = subprocess.run(
         cmd,  # type: ignore[arg-type]
@@ -131,6 +146,31 @@ H.out.stats = H.stats(function(s) return s.acceptedItems >= 1 end)
     assert out["cursor"] == [2, len("    return fake_completion()")]
     assert out["mode"] == "i"
     assert out["stats"]["acceptedItems"] == 1
+
+
+def test_packpath_install_as_in_the_readme(tmp_path: Path) -> None:
+    """clients/README.md: plugin linked into a packpath, setup({}) in init.lua,
+    `groundspec` on PATH; type, see the ghost text, accept it."""
+    out = run_nvim(
+        tmp_path,
+        """
+vim.cmd.edit("calc.py")  -- filetype detection, not H.open
+vim.api.nvim_buf_set_lines(0, 0, -1, false, { "def add(a, b):", "" })
+H.out.filetype = vim.bo.filetype
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+H.out.ghost = H.wait(H.ghost, 20000, "ghost text").text
+H.input("<Tab>")
+H.out.lines = H.lines()
+H.out.cmd = require("groundspec").config.cmd
+H.out.commands = vim.tbl_keys(vim.api.nvim_get_commands({}))
+""",
+        init_lua='require("groundspec").setup({})\n',
+    )
+    assert (out["cmd"], out["filetype"]) == (["groundspec", "serve"], "python")
+    assert out["ghost"] == "fake_completion()"
+    assert out["lines"] == ["def add(a, b):", "    return fake_completion()"]
+    assert "GroundspecRefactor" in out["commands"]
 
 
 def test_accept_word_then_lines_of_a_multiline_suggestion(tmp_path: Path) -> None:
