@@ -6,8 +6,10 @@ import json
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = ROOT / "clients" / "python"
 sys.path.insert(0, str(CLIENT_DIR))
 
-from groundspec_client import Client, GroundspecError  # noqa: E402
+from groundspec_client import Client, GroundspecError, start  # noqa: E402
 
 
 def server_cmd() -> list[str] | None:
@@ -77,6 +79,31 @@ def test_refactor_and_stats(client: Client) -> None:
 def test_bad_position_is_an_error_not_a_hang(client: Client) -> None:
     with pytest.raises(GroundspecError):
         client.complete(text="x", line=7, character=99)
+
+
+def test_connect_over_tcp(tmp_path: Path) -> None:
+    assert SERVER is not None
+    with socket.socket() as probe:  # a free port
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = subprocess.Popen(
+        [*SERVER, "--tcp", f"127.0.0.1:{port}"], env={**os.environ, **FAKE_ENV}
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                client = start(f"127.0.0.1:{port}", root=tmp_path, timeout=30)
+                break
+            except ConnectionRefusedError:
+                assert time.monotonic() < deadline, "the server did not listen"
+                time.sleep(0.1)
+        with client:
+            result = client.complete(text="x = ", line=0, character=4)
+            assert result["text"] == "fake_completion()"
+    finally:
+        server.terminate()
+        server.wait(10)
 
 
 def run_example(name: str, *args: str) -> subprocess.CompletedProcess[str]:

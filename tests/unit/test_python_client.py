@@ -211,7 +211,7 @@ def test_server_requests_are_answered_while_waiting() -> None:
         if message.get("method") == "groundspec/stats":
             send({"jsonrpc": "2.0", "id": "p1", "method": "window/workDoneProgress/create"})
             send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": 1}})
-            edit = {"edit": {"changes": {}}}
+            edit: dict[str, Any] = {"edit": {"changes": {}}}
             send({"jsonrpc": "2.0", "id": "e1", "method": "workspace/applyEdit", "params": edit})
             send({"jsonrpc": "2.0", "id": "u1", "method": "unknown/method"})
             send({"jsonrpc": "2.0", "id": message["id"], "result": {"ok": True}})
@@ -220,12 +220,12 @@ def test_server_requests_are_answered_while_waiting() -> None:
 
     server = FakeServer(handler)
     edits: list[dict[str, Any]] = []
-    client = Client(
-        server.client_reader,
-        server.client_writer,
-        timeout=5,
-        on_apply_edit=lambda edit: edits.append(edit) is None,
-    )
+
+    def apply(edit: dict[str, Any]) -> bool:
+        edits.append(edit)
+        return True
+
+    client = Client(server.client_reader, server.client_writer, timeout=5, on_apply_edit=apply)
     assert client.stats() == {"ok": True}
     client.close(timeout=2)
     replies = {m["id"]: m for m in server.received if "method" not in m}
