@@ -29,8 +29,9 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
     refactor_max_tokens: Annotated[int, msgspec.Meta(ge=1, le=8192)] = 512
     speculation: Speculation = "auto"
     temperature: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.0
-    # How long a request waits for the models to load before it gets an error.
-    load_wait_ms: NonNegative = 2000
+    # How long a request waits for the models to load before it gets an error
+    # (loading takes seconds; an editor's first keystroke should still be served).
+    load_wait_ms: NonNegative = 60_000
     # Warm the KV cache at the cursor after this much idle time (0: never).
     idle_warm_ms: NonNegative = 1500
     # Larger documents are kept in sync but get no completions.

@@ -233,6 +233,8 @@ class Scheduler:
             if token.cancelled:
                 raise Cancelled()
             engine = await self.host.get(wait_s)
+            if token.cancelled:  # superseded while the models loaded
+                raise Cancelled()
             result = await self.run(lambda: engine.complete(request, token), token)
         finally:
             if key is not None and self._latest.get(key) is token:

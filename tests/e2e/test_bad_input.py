@@ -131,7 +131,9 @@ async def test_keystroke_flood(client: LanguageClient) -> None:
         char = "\n" if i % 40 == 39 else "abcdefgh😀"[i % 9]
         version += 1
         change(client, URI, version, rng((line, col), (line, col)), char)
-        line, col = (line + 1, 0) if char == "\n" else (line, col + len(char.encode("utf-16-le")) // 2)
+        line, col = (
+            (line + 1, 0) if char == "\n" else (line, col + len(char.encode("utf-16-le")) // 2)
+        )
         pending.append(
             client.protocol.send_request(
                 types.TEXT_DOCUMENT_INLINE_COMPLETION, inline_params(URI, pos(line, col))

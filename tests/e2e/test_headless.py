@@ -70,7 +70,9 @@ async def test_refactor_with_inline_text(client: LanguageClient) -> None:
 
 async def test_stats_count_headless_requests(client: LanguageClient) -> None:
     for _ in range(3):
-        await call(client, "groundspec/complete", {"text": "a", "position": {"line": 0, "character": 1}})
+        await call(
+            client, "groundspec/complete", {"text": "a", "position": {"line": 0, "character": 1}}
+        )
     totals = await call(client, "groundspec/stats", {})
     assert totals["requests"] == 3
     assert totals["generatedTokens"] == 3 * len(FAKE_TEXT)
@@ -84,8 +86,17 @@ async def test_stats_count_headless_requests(client: LanguageClient) -> None:
         ({"text": "a", "position": {"line": 5, "character": 0}}, "out of range"),
         ({"text": "a", "position": {"line": -1, "character": 0}}, "invalid params"),
         ({"text": "a"}, "position"),
-        ({"textDocument": {"uri": "file:///never-opened.py"}, "position": {"line": 0, "character": 0}}, "unknown document"),  # noqa: E501
-        ({"text": "a", "position": {"line": 0, "character": 0}, "speculation": "warp"}, "speculation"),  # noqa: E501
+        (
+            {
+                "textDocument": {"uri": "file:///never-opened.py"},
+                "position": {"line": 0, "character": 0},
+            },
+            "unknown document",
+        ),  # noqa: E501
+        (
+            {"text": "a", "position": {"line": 0, "character": 0}, "speculation": "warp"},
+            "speculation",
+        ),  # noqa: E501
     ],
 )
 async def test_bad_headless_params_get_clear_errors(
