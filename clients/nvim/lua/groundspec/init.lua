@@ -184,6 +184,7 @@ local function on_change(buf)
     end
     M.dismiss(buf)
   end
+  cancel_pending(buf) -- its answer would be stale
   debounce(buf)
 end
 
@@ -427,7 +428,8 @@ function M.attach(buf)
     group = group,
     pattern = "end",
     callback = function(ev)
-      if ev.data.params.token == LOAD_PROGRESS then
+      local params = ev.data and ev.data.params
+      if params and params.token == LOAD_PROGRESS then
         ask_again(ev.data.client_id)
       end
     end,
