@@ -133,7 +133,10 @@ function M.suggest(buf, trigger_kind)
     end
     local list = {}
     for _, item in ipairs(result.items or result) do
-      table.insert(list, to_suggestion(buf, item, cursor[1] - 1, cursor[2], encoding))
+      local s = to_suggestion(buf, item, cursor[1] - 1, cursor[2], encoding)
+      if s then
+        table.insert(list, s)
+      end
     end
     if #list == 0 then
       return M.dismiss(buf)
