@@ -302,6 +302,7 @@ class GroundspecServer(LanguageServer):
         finally:
             if progress is not None:
                 self.work_done_progress.end(progress, types.WorkDoneProgressEnd())
+                self.work_done_progress.tokens.pop(progress, None)  # pygls never forgets them
         out = refactor_result(src, result)
         if apply:
             out["applied"] = await self._apply_refactor(src, out["range"], result.new_text)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from concurrent.futures import Future
 
@@ -149,3 +150,14 @@ async def test_keystroke_flood(client: LanguageClient) -> None:
     assert time.perf_counter() - started < 1.0
     assert totals["server"]["peakRssMb"] < 400
     json.dumps(totals)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("GROUNDSPEC_LONG_FLOOD"), reason="a minute long; set GROUNDSPEC_LONG_FLOOD=1"
+)
+async def test_one_minute_flood_at_50_keystrokes_per_second() -> None:
+    from lsp_server.flood import run_flood
+
+    report = await run_flood(seconds=60, rate=50)
+    assert report["failed"] == 0 and report["answered"] > 2500
+    assert report["peakRssMb"] < 400
