@@ -95,8 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--workspace", action="store_true", help="multi-file workspace benchmark instead"
     )
     bench.add_argument("--kind", choices=["all", "completion", "refactor"], default="all")
-    bench.add_argument("--modes", default="off,auto,lookup,draft,both,peer",
-                       help="comma-separated; 'peer' is llama-cpp-python's LlamaPromptLookupDecoding")  # fmt: skip
+    bench.add_argument(
+        "--modes",
+        default="off,auto,lookup,draft,both,peer",
+        help="comma-separated; 'peer' is llama-cpp-python's LlamaPromptLookupDecoding",
+    )
     bench.add_argument("--limit", type=int, default=0, help="only the first N tasks of each kind")
     bench.add_argument("--output", help="write the markdown report here (e.g. docs/benchmarks.md)")
     bench.add_argument("--json", action="store_true", help="print raw results as JSON")
@@ -242,9 +245,14 @@ def run_complete(args: argparse.Namespace) -> int:
         raise UsageError("--max-tokens must be at least 1")
     engine = load(args, needs_draft=args.speculation in ("draft", "both", "auto"))
     request = CompletionRequest(
-        text=text, cursor=cursor, language_id=language_id_for_path(path), path=str(Path(path).resolve()),
-        max_tokens=args.max_tokens, speculation=args.speculation, temperature=args.temperature,
-    )  # fmt: skip
+        text=text,
+        cursor=cursor,
+        language_id=language_id_for_path(path),
+        path=str(Path(path).resolve()),
+        max_tokens=args.max_tokens,
+        speculation=args.speculation,
+        temperature=args.temperature,
+    )
     result = engine.complete(request)
     if args.json:
         print(msgspec.json.encode(result).decode())
@@ -260,10 +268,16 @@ def run_refactor(args: argparse.Namespace) -> int:
         raise UsageError("--instruction is empty")
     engine = load(args, needs_draft=args.speculation in ("draft", "both", "auto"))
     request = RefactorRequest(
-        text=text, start=start, end=end, instruction=args.instruction,
-        language_id=language_id_for_path(args.path), path=str(Path(args.path).resolve()),
-        max_tokens=args.max_tokens, speculation=args.speculation, temperature=args.temperature,
-    )  # fmt: skip
+        text=text,
+        start=start,
+        end=end,
+        instruction=args.instruction,
+        language_id=language_id_for_path(args.path),
+        path=str(Path(args.path).resolve()),
+        max_tokens=args.max_tokens,
+        speculation=args.speculation,
+        temperature=args.temperature,
+    )
     result = engine.refactor(request)
     if args.json:
         index = LineIndex(text)

@@ -38,6 +38,8 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
     max_document_chars: Annotated[int, msgspec.Meta(ge=1)] = 2_000_000
     # Typed-ahead completion cache entries (one per document in use).
     cache_entries: Annotated[int, msgspec.Meta(ge=0, le=1024)] = 16
+    # Index the workspace's files (watchdog) for prompt context and drafting.
+    workspace_index: bool = True
 
 
 class StartupConfig(msgspec.Struct, kw_only=True):

@@ -35,6 +35,7 @@ from pygls.protocol import (
     LanguageServerProtocol,
 )
 from pygls.protocol.language_server import lsp_method
+from pygls.uris import to_fs_path
 
 from speculator.factory import load_engine
 from speculator.totals import Totals
@@ -46,6 +47,7 @@ from speculator.types import (
     EngineError,
     RefactorResult,
 )
+from speculator.workspace import WorkspaceIndex
 
 from . import requests as rq
 from .documents import DocumentError, DocumentStore
@@ -95,6 +97,14 @@ class GroundspecProtocol(LanguageServerProtocol):
     second one), and a request whose params fail to decode gets an error
     response instead of silence (pygls loses its id).
     """
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams) -> Generator[Any, Any, Any]:
+        # Our documents convert positions as UTF-16 only: never let pygls
+        # negotiate utf-8/utf-32 (Neovim 0.11 offers utf-8 first).
+        if params.capabilities.general is not None:
+            params.capabilities.general.position_encodings = [types.PositionEncodingKind.Utf16]
+        return (yield from super().lsp_initialize(params))
 
     @lsp_method(types.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params: Any) -> Generator[Any, Any, None]:
@@ -184,6 +194,7 @@ class GroundspecServer(LanguageServer):
         self.accepted_items = 0
         self.shutdown_requested = False
         self.last_uri: str | None = None  # warmed once the models are ready
+        self.workspace_index: WorkspaceIndex | None = None
 
     # -- lifecycle -------------------------------------------------------------
 
@@ -199,8 +210,31 @@ class GroundspecServer(LanguageServer):
             return
         self.loop = asyncio.get_running_loop()
         config = self.options.engine
-        ready = self.host.load(lambda: load_engine(config, self.load_progress.update))
+        self.start_workspace_index()
+
+        def load() -> Engine:
+            engine = load_engine(config, self.load_progress.update)
+            engine.set_context_provider(self.workspace_index)
+            return engine
+
+        ready = self.host.load(load)
         ready.add_done_callback(self._on_loaded)
+
+    def start_workspace_index(self) -> None:
+        """Index the workspace root in the background (never on the request path)."""
+        root = self.workspace_root()
+        if not self.options.workspace_index or root is None:
+            return
+        try:
+            self.workspace_index = WorkspaceIndex(root).start()
+        except OSError as exc:
+            log.warning("workspace index disabled: %s", exc)
+
+    def workspace_root(self) -> str | None:
+        folders = self.workspace.folders  # pygls' Workspace: the client's folders and root
+        uris = [f.uri for f in folders.values()] or [self.workspace.root_uri or ""]
+        paths = [to_fs_path(uri) for uri in uris if uri.startswith("file:")]
+        return next((p for p in paths if p and os.path.isdir(p)), None)
 
     def _on_loaded(self, ready: asyncio.Future[Engine]) -> None:
         error = None if ready.cancelled() else ready.exception()
@@ -217,6 +251,8 @@ class GroundspecServer(LanguageServer):
     def shutdown(self) -> None:
         # Don't wait for the stdin reader thread: it is blocked in readline().
         self.worker.stop()
+        if self.workspace_index is not None:
+            self.workspace_index.stop()
         if self._thread_pool is not None:
             self._thread_pool.shutdown(wait=False, cancel_futures=True)
             self._thread_pool = None

@@ -22,7 +22,7 @@ import msgspec
 from .config import EngineConfig
 from .grounding import Grounding
 from .languages import language_id_for_path
-from .types import CompletionRequest, RefactorRequest
+from .types import CompletionRequest, Engine, RefactorRequest, Speculation, Stats
 
 log = logging.getLogger(__name__)
 
@@ -34,12 +34,24 @@ REFACTORS: list[tuple[str, str, str]] = [  # (file, definition name, instruction
     ("graphlib.py", "static_order", "Add a docstring that explains what the method yields."),
     ("fnmatch.py", "filter", "Rename the local variable `result` to `matches`."),
     ("reprlib.py", "repr_dict", "Rename the parameter `level` to `depth`."),
-    ("colorsys.py", "hsv_to_rgb", "Add type hints: all parameters are floats and it returns a tuple of three floats."),
+    (
+        "colorsys.py",
+        "hsv_to_rgb",
+        "Add type hints: all parameters are floats and it returns a tuple of three floats.",
+    ),
     ("graphlib.py", "done", "Rename the local variable `nodeinfo` to `info`."),
     ("explain-dep.js", "explainDependents", "Rename the parameter `depth` to `level`."),
-    ("format-bytes.js", "formatBytes", "Add a JSDoc comment describing the parameters and the return value."),
-    ("explain-dep.js", "explainEdge", "Convert the string concatenations to template literals where they exist, keep the rest unchanged."),
-]  # fmt: skip
+    (
+        "format-bytes.js",
+        "formatBytes",
+        "Add a JSDoc comment describing the parameters and the return value.",
+    ),
+    (
+        "explain-dep.js",
+        "explainEdge",
+        "Convert the string concatenations to template literals where they exist, keep the rest unchanged.",
+    ),
+]
 
 
 @dataclass
@@ -61,8 +73,13 @@ class Run:
     kind: str
     mode: str
     text: str
-    stats: dict[str, object]
+    stats: Stats
     seconds: float = 0.0
+
+    @property
+    def tokens_per_s(self) -> float:
+        ms = self.stats.decode_ms
+        return self.stats.generated_tokens / ms * 1000 if ms > 0 else 0.0
 
 
 @dataclass
@@ -94,9 +111,12 @@ def completion_tasks(per_file: int = 3) -> list[Task]:
         text = path.read_text()
         lines = text.split("\n")
         candidates = [
-            i for i, ln in enumerate(lines)
-            if ln.startswith("    ") and len(ln.strip()) >= 16 and not ln.strip().startswith(("#", "//", '"', "'", "*"))
-        ]  # fmt: skip
+            i
+            for i, ln in enumerate(lines)
+            if ln.startswith("    ")
+            and len(ln.strip()) >= 16
+            and not ln.strip().startswith(("#", "//", '"', "'", "*"))
+        ]
         picks = [candidates[(k + 1) * len(candidates) // (per_file + 1)] for k in range(per_file)]
         for k, i in enumerate(picks):
             multiline = k == per_file - 1
@@ -106,8 +126,17 @@ def completion_tasks(per_file: int = 3) -> list[Task]:
             end = sum(len(s) + 1 for s in lines[: i + n_lines]) - 1
             expected = text[start:end]
             edited = text[:start] + text[end:]
-            tasks.append(Task(f"{path.name}:{i + 1}{'+' if multiline else ''}", "completion", path.name,
-                              edited, start, expected=expected, multiline=multiline))  # fmt: skip
+            tasks.append(
+                Task(
+                    f"{path.name}:{i + 1}{'+' if multiline else ''}",
+                    "completion",
+                    path.name,
+                    edited,
+                    start,
+                    expected=expected,
+                    multiline=multiline,
+                )
+            )
     return tasks
 
 
@@ -116,24 +145,38 @@ def refactor_tasks() -> list[Task]:
     for file, name, instruction in REFACTORS:
         text = (CORPUS / file).read_text()
         start, end = _definition_span(text, file, name)
-        tasks.append(Task(f"{file}:{name}", "refactor", file, text, start, end, instruction=instruction))
+        tasks.append(
+            Task(f"{file}:{name}", "refactor", file, text, start, end, instruction=instruction)
+        )
     return tasks
 
 
-def run_task(engine: object, task: Task, mode: str) -> Run:
+def run_task(engine: Engine, task: Task, mode: Speculation) -> Run:
     started = time.perf_counter()
     if task.kind == "completion":
-        req = CompletionRequest(text=task.text, cursor=task.start, language_id=language_id_for_path(task.path),
-                                path=task.path, max_tokens=64 if task.multiline else 32, speculation=mode)  # type: ignore[arg-type]  # fmt: skip
-        result = engine.complete(req)  # type: ignore[attr-defined]
-        text = result.text
+        req = CompletionRequest(
+            text=task.text,
+            cursor=task.start,
+            language_id=language_id_for_path(task.path),
+            path=task.path,
+            max_tokens=64 if task.multiline else 32,
+            speculation=mode,
+        )
+        result = engine.complete(req)
+        text, stats = result.text, result.stats
     else:
-        rreq = RefactorRequest(text=task.text, start=task.start, end=task.end, instruction=task.instruction,
-                               language_id=language_id_for_path(task.path), path=task.path, max_tokens=768,
-                               speculation=mode)  # type: ignore[arg-type]  # fmt: skip
-        result = engine.refactor(rreq)  # type: ignore[attr-defined]
-        text = result.new_text
-    stats = msgspec.to_builtins(result.stats)
+        rreq = RefactorRequest(
+            text=task.text,
+            start=task.start,
+            end=task.end,
+            instruction=task.instruction,
+            language_id=language_id_for_path(task.path),
+            path=task.path,
+            max_tokens=768,
+            speculation=mode,
+        )
+        refactored = engine.refactor(rreq)
+        text, stats = refactored.new_text, refactored.stats
     return Run(task.name, task.kind, mode, text, stats, time.perf_counter() - started)
 
 
@@ -149,11 +192,17 @@ def run_peer(config: EngineConfig, tasks: list[Task]) -> list[dict[str, object]]
     path = str(resolve_path(config.target_model, provision.TARGET))
     rows = []
     plain = Llama(model_path=path, n_ctx=4096, n_threads=config.threads, verbose=False)
-    lookup = Llama(model_path=path, n_ctx=4096, n_threads=config.threads, verbose=False,
-                   draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10))  # fmt: skip
+    lookup = Llama(
+        model_path=path,
+        n_ctx=4096,
+        n_threads=config.threads,
+        verbose=False,
+        draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10),
+    )
     for task in tasks:
-        prompt, fence = build_refactor(task.text[task.start : task.end], task.instruction,
-                                       language_id_for_path(task.path))  # fmt: skip
+        prompt, fence = build_refactor(
+            task.text[task.start : task.end], task.instruction, language_id_for_path(task.path)
+        )
         row: dict[str, object] = {"task": task.name}
         for name, llm in (("plain", plain), ("lookup", lookup)):
             llm.reset()
@@ -174,13 +223,20 @@ def summarize(report: Report) -> dict[str, dict[str, dict[str, object]]]:
         modes = sorted({r.mode for r in report.runs if r.kind == kind}, key=_mode_order)
         for mode in modes:
             runs = [r for r in report.runs if r.kind == kind and r.mode == mode]
-            tokens = sum(int(r.stats["generatedTokens"]) for r in runs)  # type: ignore[call-overload]
-            ms = sum(float(r.stats["decodeMs"]) for r in runs)  # type: ignore[arg-type]
-            drafted = sum(int(r.stats["draftedTokens"]) for r in runs)  # type: ignore[call-overload]
-            accepted = sum(int(r.stats["acceptedTokens"]) for r in runs)  # type: ignore[call-overload]
-            speedups = [_speedup(base[(r.task, kind)], r) for r in runs if (r.task, kind) in base]
-            speedups = [s for s in speedups if s is not None]
-            same = sum(1 for r in runs if (r.task, kind) in base and base[(r.task, kind)].text == r.text)
+            tokens = sum(r.stats.generated_tokens for r in runs)
+            ms = sum(r.stats.decode_ms for r in runs)
+            drafted = sum(r.stats.drafted_tokens for r in runs)
+            accepted = sum(r.stats.accepted_tokens for r in runs)
+            speedups = [
+                r.tokens_per_s / base[(r.task, kind)].tokens_per_s
+                for r in runs
+                if (r.task, kind) in base
+                and base[(r.task, kind)].tokens_per_s > 0
+                and r.tokens_per_s > 0
+            ]
+            same = sum(
+                1 for r in runs if (r.task, kind) in base and base[(r.task, kind)].text == r.text
+            )
             out.setdefault(kind, {})[mode] = {
                 "tasks": len(runs),
                 "tokens_per_s": round(tokens / ms * 1000, 2) if ms else 0.0,
@@ -193,21 +249,14 @@ def summarize(report: Report) -> dict[str, dict[str, dict[str, object]]]:
     return out
 
 
-def _speedup(off: Run, run: Run) -> float | None:
-    def rate(r: Run) -> float:
-        ms = float(r.stats["decodeMs"])  # type: ignore[arg-type]
-        return int(r.stats["generatedTokens"]) / ms if ms > 0 else 0.0  # type: ignore[call-overload]
-
-    base = rate(off)
-    return rate(run) / base if base > 0 and rate(run) > 0 else None
-
-
 def _mode_order(mode: str) -> int:
     order = ["off", "auto", "lookup", "draft", "both"]
     return order.index(mode) if mode in order else len(order)
 
 
-def markdown(report: Report, summary: dict[str, dict[str, dict[str, object]]], config: EngineConfig) -> str:
+def markdown(
+    report: Report, summary: dict[str, dict[str, dict[str, object]]], config: EngineConfig
+) -> str:
     lines = [
         "# Benchmarks",
         "",
@@ -221,19 +270,31 @@ def markdown(report: Report, summary: dict[str, dict[str, dict[str, object]]], c
         "",
     ]
     for kind, modes in summary.items():
-        lines += [f"## {kind} tasks", "", "| mode | tasks | decode tok/s | median speedup | worst | acceptance | drafted | identical to off |",
-                  "|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            f"## {kind} tasks",
+            "",
+            "| mode | tasks | decode tok/s | median speedup | worst | acceptance | drafted | identical to off |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
         for mode, row in modes.items():
-            lines.append(f"| {mode} | {row['tasks']} | {row['tokens_per_s']} | {row['median_speedup']} | "
-                         f"{row['min_speedup']} | {row['acceptance']} | {row['drafted']} | {row['identical']} |")  # fmt: skip
+            lines.append(
+                f"| {mode} | {row['tasks']} | {row['tokens_per_s']} | {row['median_speedup']} | "
+                f"{row['min_speedup']} | {row['acceptance']} | {row['drafted']} | {row['identical']} |"
+            )
         lines.append("")
     if report.peer:
-        lines += ["## Peer: llama-cpp-python `LlamaPromptLookupDecoding` (refactor tasks, end to end)", "",
-                  "| task | plain s | lookup s | speedup | same text |", "|---|---|---|---|---|"]  # fmt: skip
+        lines += [
+            "## Peer: llama-cpp-python `LlamaPromptLookupDecoding` (refactor tasks, end to end)",
+            "",
+            "| task | plain s | lookup s | speedup | same text |",
+            "|---|---|---|---|---|",
+        ]
         for row in report.peer:
             ratio = float(row["plain_s"]) / float(row["lookup_s"])  # type: ignore[arg-type]
-            lines.append(f"| {row['task']} | {row['plain_s']} | {row['lookup_s']} | {ratio:.2f} | "
-                         f"{row['plain_text'] == row['lookup_text']} |")  # fmt: skip
+            lines.append(
+                f"| {row['task']} | {row['plain_s']} | {row['lookup_s']} | {ratio:.2f} | "
+                f"{row['plain_text'] == row['lookup_text']} |"
+            )
         lines.append("")
     divergent = _divergences(report)
     lines += ["## Divergences from `off`", ""]
@@ -248,9 +309,14 @@ def _divergences(report: Report) -> list[str]:
     for r in report.runs:
         ref = base.get((r.task, r.kind))
         if r.mode != "off" and ref is not None and ref != r.text:
-            at = next((i for i, (a, b) in enumerate(zip(ref, r.text)) if a != b), min(len(ref), len(r.text)))
-            out.append(f"- {r.kind} `{r.task}` mode `{r.mode}`: differs at character {at} "
-                       f"({ref[max(0, at - 20):at + 20]!r} vs {r.text[max(0, at - 20):at + 20]!r})")  # fmt: skip
+            at = next(
+                (i for i, (a, b) in enumerate(zip(ref, r.text, strict=False)) if a != b),
+                min(len(ref), len(r.text)),
+            )
+            out.append(
+                f"- {r.kind} `{r.task}` mode `{r.mode}`: differs at character {at} "
+                f"({ref[max(0, at - 20) : at + 20]!r} vs {r.text[max(0, at - 20) : at + 20]!r})"
+            )
     return out
 
 
@@ -284,26 +350,28 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
     engine = load_engine(config)
     report = Report()
     for task in tasks:
-        engine.warm(CompletionRequest(text=task.text, cursor=task.start)) if task.kind == "completion" else None
+        if task.kind == "completion":
+            engine.warm(CompletionRequest(text=task.text, cursor=task.start, path=task.path))
         for mode in [m for m in modes if m != "peer"]:
-            run = run_task(engine, task, mode)
+            run = run_task(engine, task, mode)  # type: ignore[arg-type]
             report.runs.append(run)
-            log.warning("%s %-8s %s", task.name, mode, json.dumps(run.stats))
+            log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
     if "peer" in modes:
-        engine.close()  # type: ignore[attr-defined]
+        getattr(engine, "close", lambda: None)()  # free the models before the peer loads its own
         report.peer = run_peer(config, [t for t in tasks if t.kind == "refactor"])
     summary = summarize(report)
     text = markdown(report, summary, config)
     if args.output:
         Path(args.output).write_text(text)
     if args.json:
-        print(json.dumps({"summary": summary, "runs": [r.__dict__ for r in report.runs], "peer": report.peer}))
+        runs = [{**r.__dict__, "stats": msgspec.to_builtins(r.stats)} for r in report.runs]
+        print(json.dumps({"summary": summary, "runs": runs, "peer": report.peer}))
     else:
         print(text)
     return 0
 
 
-DEMO_SOURCE = '''def area_of_square(side: float) -> float:
+DEMO_SOURCE = """def area_of_square(side: float) -> float:
     return side * side
 
 
@@ -316,7 +384,7 @@ def perimeter_of_square(side: float) -> float:
 
 
 def perimeter_of_rectangle(width: float, height: float) -> float:
-'''
+"""
 
 
 def demo(config: EngineConfig) -> int:
@@ -324,12 +392,25 @@ def demo(config: EngineConfig) -> int:
     from .factory import load_engine
 
     engine = load_engine(config)
-    for mode in ("off", "auto"):
-        result = engine.complete(CompletionRequest(text=DEMO_SOURCE, cursor=len(DEMO_SOURCE), speculation=mode))
-        print(f"completion ({mode}): {result.text!r}\n  {msgspec.json.encode(result.stats).decode()}")
-    for mode in ("off", "auto"):
-        refactor = engine.refactor(RefactorRequest(text=DEMO_SOURCE, start=0, end=len(DEMO_SOURCE),
-                                                   instruction="Rename `side` to `length` everywhere.",
-                                                   speculation=mode))  # fmt: skip
-        print(f"refactor ({mode}):\n{refactor.new_text}\n  {msgspec.json.encode(refactor.stats).decode()}")
+    modes: tuple[Speculation, ...] = ("off", "auto")
+    for mode in modes:
+        result = engine.complete(
+            CompletionRequest(text=DEMO_SOURCE, cursor=len(DEMO_SOURCE), speculation=mode)
+        )
+        print(
+            f"completion ({mode}): {result.text!r}\n  {msgspec.json.encode(result.stats).decode()}"
+        )
+    for mode in modes:
+        refactor = engine.refactor(
+            RefactorRequest(
+                text=DEMO_SOURCE,
+                start=0,
+                end=len(DEMO_SOURCE),
+                instruction="Rename `side` to `length` everywhere.",
+                speculation=mode,
+            )
+        )
+        print(
+            f"refactor ({mode}):\n{refactor.new_text}\n  {msgspec.json.encode(refactor.stats).decode()}"
+        )
     return 0

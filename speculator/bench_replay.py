@@ -41,7 +41,9 @@ def keystrokes(path: Path, first_line: int, n_lines: int) -> tuple[str, int, str
     return text[:start] + text[end:], start, text[start:end]
 
 
-def replay(engine: SpeculativeEngine, variant: str, base: str, at: int, region: str, limit: int) -> list[dict[str, object]]:
+def replay(
+    engine: SpeculativeEngine, variant: str, base: str, at: int, region: str, limit: int
+) -> list[dict[str, object]]:
     engine.shift_reuse = variant == "shift"
     engine.warm(CompletionRequest(text=base, cursor=at, path="replay"))  # didOpen pre-warm
     rows = []
@@ -49,16 +51,20 @@ def replay(engine: SpeculativeEngine, variant: str, base: str, at: int, region: 
         text = base[:at] + region[:i] + base[at:]
         if variant == "cold":
             engine.session.trim(0)
-        req = CompletionRequest(text=text, cursor=at + i, path="replay", max_tokens=24, speculation="auto")
+        req = CompletionRequest(
+            text=text, cursor=at + i, path="replay", max_tokens=24, speculation="auto"
+        )
         started = time.perf_counter()
         result = engine.complete(req)
-        rows.append({
-            "keystroke": i,
-            "ms": (time.perf_counter() - started) * 1000,
-            "evaluated": result.stats.prompt_tokens - result.stats.reused_prompt_tokens,
-            "prompt": result.stats.prompt_tokens,
-            "text": result.text,
-        })  # fmt: skip
+        rows.append(
+            {
+                "keystroke": i,
+                "ms": (time.perf_counter() - started) * 1000,
+                "evaluated": result.stats.prompt_tokens - result.stats.reused_prompt_tokens,
+                "prompt": result.stats.prompt_tokens,
+                "text": result.text,
+            }
+        )
     engine.shift_reuse = True
     return rows
 
@@ -83,10 +89,12 @@ def run_replay(args: argparse.Namespace, config: EngineConfig) -> int:
     for file, line, n in REGIONS:
         base, at, region = keystrokes(CORPUS / file, line, n)
         for variant in results:
-            cap = {"cold": COLD_KEYSTROKES, "prefix": min(limit, PREFIX_KEYSTROKES)}.get(variant, limit)
+            cap = {"cold": COLD_KEYSTROKES, "prefix": min(limit, PREFIX_KEYSTROKES)}.get(
+                variant, limit
+            )
             results[variant] += replay(engine, variant, base, at, region, cap)
     summary = {v: summarize(rows) for v, rows in results.items() if rows}
-    pairs = list(zip(results["shift"], results["prefix"]))
+    pairs = list(zip(results["shift"], results["prefix"], strict=False))
     same = sum(1 for a, b in pairs if a["text"] == b["text"])
     text = report(summary, same, len(pairs))
     if args.output:
@@ -99,17 +107,27 @@ def report(summary: dict[str, dict[str, float]], same: int, pairs: int) -> str:
     lines = [
         "# Keystroke replay",
         "",
-        f"`groundspec bench --replay`: regions of {', '.join(f'{f}:{l} ({n} lines)' for f, l, n in REGIONS)} "
+        f"`groundspec bench --replay`: regions of {', '.join(f'{f}:{line} ({n} lines)' for f, line, n in REGIONS)} "
         "are deleted and re-typed one character at a time; each keystroke sends one completion "
         "(up to 24 tokens, `auto`), straight to the engine, with no debounce or typed-ahead cache.",
         "",
         "| KV reuse | requests | prompt tokens (median) | evaluated per keystroke (median / mean) | p50 ms | p95 ms |",
         "|---|---|---|---|---|---|",
     ]
-    names = {"shift": "prefix + moved suffix (default)", "prefix": "common prefix only", "cold": "none (cold)"}
+    names = {
+        "shift": "prefix + moved suffix (default)",
+        "prefix": "common prefix only",
+        "cold": "none (cold)",
+    }
     for variant, row in summary.items():
-        lines.append(f"| {names[variant]} | {row['requests']} | {row['prompt_tokens']} | "
-                     f"{row['median_evaluated']} / {row['mean_evaluated']} | {row['p50_ms']} | {row['p95_ms']} |")  # fmt: skip
-    lines += ["", f"Completions identical between moved-suffix reuse and exact prefix reuse: {same}/{pairs}.",
-              f"Peak RSS: {_peak_rss_mb():.0f} MB.", ""]  # fmt: skip
+        lines.append(
+            f"| {names[variant]} | {row['requests']} | {row['prompt_tokens']} | "
+            f"{row['median_evaluated']} / {row['mean_evaluated']} | {row['p50_ms']} | {row['p95_ms']} |"
+        )
+    lines += [
+        "",
+        f"Completions identical between moved-suffix reuse and exact prefix reuse: {same}/{pairs}.",
+        f"Peak RSS: {_peak_rss_mb():.0f} MB.",
+        "",
+    ]
     return "\n".join(lines)

@@ -16,12 +16,15 @@ import logging
 import shutil
 import statistics
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from .bench import CORPUS, _peak_rss_mb
 from .config import EngineConfig
 from .engine import SpeculativeEngine
-from .types import CompletionRequest
+from .types import CompletionRequest, CompletionResult, Speculation
 from .workspace import WorkspaceIndex
 
 log = logging.getLogger(__name__)
@@ -47,8 +50,15 @@ def make_task(module: str, anchor: str, old: str, new: str, n_lines: int) -> tup
     lines = source[start:end].replace(old, new).split("\n")
     body_at = 1
     if lines[1].strip().startswith(('"""', "'''")):  # skip the docstring
-        body_at = next(i for i in range(1, len(lines)) if lines[i].rstrip().endswith(('"""', "'''"))
-                       and (i > 1 or lines[i].strip().count('"""') == 2)) + 1  # fmt: skip
+        body_at = (
+            next(
+                i
+                for i in range(1, len(lines))
+                if lines[i].rstrip().endswith(('"""', "'''"))
+                and (i > 1 or lines[i].strip().count('"""') == 2)
+            )
+            + 1
+        )
     while not lines[body_at].strip():
         body_at += 1
     head = "\n".join(lines[:body_at]) + "\n"
@@ -59,13 +69,27 @@ def make_task(module: str, anchor: str, old: str, new: str, n_lines: int) -> tup
     return text + "\n", len(text), body.strip()
 
 
-def run_one(engine: SpeculativeEngine, text: str, cursor: int, mode: str) -> dict[str, object]:
-    req = CompletionRequest(text=text, cursor=cursor, path="/port/ported.py", max_tokens=96, speculation=mode,
-                            multiline=True)  # type: ignore[arg-type]  # fmt: skip
-    result = engine.complete(req)
-    stats = result.stats
-    return {"text": result.text, "tokens": stats.generated_tokens, "decode_ms": stats.decode_ms,
-            "drafted": stats.drafted_tokens, "accepted": stats.accepted_tokens}  # fmt: skip
+@dataclass
+class Row:
+    task: str
+    variant: str  # "without" or "with" the workspace index
+    expected: str
+    off: CompletionResult
+    auto: CompletionResult
+
+
+def run_one(
+    engine: SpeculativeEngine, text: str, cursor: int, mode: Speculation
+) -> CompletionResult:
+    req = CompletionRequest(
+        text=text,
+        cursor=cursor,
+        path="/port/ported.py",
+        max_tokens=96,
+        speculation=mode,
+        multiline=True,
+    )
+    return engine.complete(req)
 
 
 def run_workspace(args: argparse.Namespace, config: EngineConfig) -> int:
@@ -73,7 +97,7 @@ def run_workspace(args: argparse.Namespace, config: EngineConfig) -> int:
     root = Path(tempfile.mkdtemp(prefix="groundspec-ws-"))
     for path in CORPUS.glob("*.py"):
         shutil.copy(path, root / path.name)
-    index = WorkspaceIndex(root).start()
+    index = WorkspaceIndex(str(root)).start()
     index.wait_ready(30)
     rows = []
     try:
@@ -83,8 +107,7 @@ def run_workspace(args: argparse.Namespace, config: EngineConfig) -> int:
                 engine.set_context_provider(provider)
                 off = run_one(engine, text, cursor, "off")
                 auto = run_one(engine, text, cursor, "auto")
-                rows.append({"task": f"{module}:{anchor}", "variant": variant, "expected": expected,
-                             "off": off, "auto": auto})  # fmt: skip
+                rows.append(Row(f"{module}:{anchor}", variant, expected, off, auto))
     finally:
         index.stop()
         engine.set_context_provider(None)
@@ -92,16 +115,29 @@ def run_workspace(args: argparse.Namespace, config: EngineConfig) -> int:
     text = report(rows)
     if args.output:
         Path(args.output).write_text(text)
-    print(json.dumps(rows) if args.json else text)
+    print(
+        json.dumps(
+            [
+                {
+                    **r.__dict__,
+                    "off": msgspec.to_builtins(r.off),
+                    "auto": msgspec.to_builtins(r.auto),
+                }
+                for r in rows
+            ]
+        )
+        if args.json
+        else text
+    )
     return 0
 
 
-def _rate(run: dict[str, object]) -> float:
-    ms = float(run["decode_ms"])  # type: ignore[arg-type]
-    return int(run["tokens"]) / ms if ms > 0 else 0.0  # type: ignore[call-overload]
+def _rate(result: CompletionResult) -> float:
+    ms = result.stats.decode_ms
+    return result.stats.generated_tokens / ms if ms > 0 else 0.0
 
 
-def report(rows: list[dict[str, object]]) -> str:
+def report(rows: list[Row]) -> str:
     lines = [
         "# Workspace grounding",
         "",
@@ -113,18 +149,22 @@ def report(rows: list[dict[str, object]]) -> str:
         "|---|---|---|---|---|---|",
     ]
     for variant in ("without", "with"):
-        mine = [r for r in rows if r["variant"] == variant]
-        first = sum(1 for r in mine if _first_line(r["off"]["text"]) == _first_line(r["expected"]))  # type: ignore[index]
-        whole = sum(1 for r in mine if str(r["expected"]) in str(r["off"]["text"]))  # type: ignore[index]
-        speedups = [_rate(r["auto"]) / _rate(r["off"]) for r in mine if _rate(r["off"]) > 0]  # type: ignore[arg-type]
-        drafted = sum(int(r["auto"]["drafted"]) for r in mine)  # type: ignore[index]
-        accepted = sum(int(r["auto"]["accepted"]) for r in mine)  # type: ignore[index]
+        mine = [r for r in rows if r.variant == variant]
+        first = sum(1 for r in mine if _first_line(r.off.text) == _first_line(r.expected))
+        whole = sum(1 for r in mine if r.expected in r.off.text)
+        speedups = [
+            _rate(r.auto) / _rate(r.off) for r in mine if _rate(r.off) > 0 and _rate(r.auto) > 0
+        ]
+        drafted = sum(r.auto.stats.drafted_tokens for r in mine)
+        accepted = sum(r.auto.stats.accepted_tokens for r in mine)
         acc = f"{accepted / drafted:.2f} ({accepted}/{drafted})" if drafted else "no drafts"
-        lines.append(f"| {variant} | {len(mine)} | {first}/{len(mine)} | {whole}/{len(mine)} | "
-                     f"{statistics.median(speedups):.2f} | {acc} |")  # fmt: skip
+        lines.append(
+            f"| {variant} | {len(mine)} | {first}/{len(mine)} | {whole}/{len(mine)} | "
+            f"{statistics.median(speedups) if speedups else 0:.2f} | {acc} |"
+        )
     lines += ["", f"Peak RSS: {_peak_rss_mb():.0f} MB.", ""]
     return "\n".join(lines)
 
 
-def _first_line(text: object) -> str:
-    return str(text).strip().split("\n")[0].strip()
+def _first_line(text: str) -> str:
+    return text.strip().split("\n")[0].strip()

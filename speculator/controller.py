@@ -19,8 +19,15 @@ DEFAULT_COST_MS = {1: 71.0, 2: 95.0, 4: 157.0, 8: 329.0, 16: 483.0, 32: 748.0}
 DRAFT_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
 
 # Conservative starting points: a wrong long draft costs more than it can win.
-PRIOR_ACCEPTANCE = {"lookup:0": 0.2, "lookup:1": 0.3, "lookup:2": 0.45, "lookup:3": 0.55,
-                    "lookup:4": 0.65, "lookup:aligned": 0.85, "draft": 0.5}  # fmt: skip
+PRIOR_ACCEPTANCE = {
+    "lookup:0": 0.2,
+    "lookup:1": 0.3,
+    "lookup:2": 0.45,
+    "lookup:3": 0.55,
+    "lookup:4": 0.65,
+    "lookup:aligned": 0.85,
+    "draft": 0.5,
+}
 PRIOR_WEIGHT = 4.0  # prior counts as this many observed tokens
 DECAY = 0.98  # per observed round: recent behaviour matters more
 

@@ -25,7 +25,7 @@ import numpy as np
 from .controller import Controller
 from .drafters import Draft, Drafter
 from .session import Session
-from .types import CancelToken, Cancelled
+from .types import Cancelled, CancelToken
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,9 @@ class Decoder:
         out.decode_ms = (time.perf_counter() - started) * 1000
         return out
 
-    def _emit(self, token: int, out: DecodeOutcome, pieces: list[bytes], stop: StopRule | None) -> bool:
+    def _emit(
+        self, token: int, out: DecodeOutcome, pieces: list[bytes], stop: StopRule | None
+    ) -> bool:
         """Append a token; True when a stop rule fires."""
         out.tokens.append(token)
         pieces.append(self.token_bytes(token))

@@ -121,7 +121,9 @@ class PromptLookupDrafter:
             if tokens:
                 self._last_start = start
                 aligned = self.aligned and start == self.expected
-                return Draft(tokens, self.name, "lookup:aligned" if aligned else f"lookup:{min(n, 4)}")
+                return Draft(
+                    tokens, self.name, "lookup:aligned" if aligned else f"lookup:{min(n, 4)}"
+                )
         if self.expected is not None and self.expected < end_of_history:
             # No n-gram matches (e.g. a renamed identifier): keep walking the source.
             tokens = self._continuation(self.expected, k)

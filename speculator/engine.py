@@ -21,8 +21,8 @@ from .prompt import FimPrompt, build_fim, build_refactor
 from .session import Session, SyncResult
 from .totals import Totals
 from .types import (
-    CancelToken,
     Cancelled,
+    CancelToken,
     CompletionRequest,
     CompletionResult,
     ContextProvider,
@@ -53,7 +53,9 @@ class SpeculativeEngine:
         self._window_starts: dict[str, int] = {}
 
     @classmethod
-    def load(cls, config: EngineConfig, progress: ProgressCallback | None = None) -> SpeculativeEngine:
+    def load(
+        cls, config: EngineConfig, progress: ProgressCallback | None = None
+    ) -> SpeculativeEngine:
         if progress:
             progress("loading the target model", 10)
         target = Model(resolve_path(config.target_model, provision.TARGET), config.n_gpu_layers)
@@ -83,16 +85,22 @@ class SpeculativeEngine:
 
     # -- completion -------------------------------------------------------------
 
-    def complete(self, request: CompletionRequest, cancel: CancelToken | None = None) -> CompletionResult:
+    def complete(
+        self, request: CompletionRequest, cancel: CancelToken | None = None
+    ) -> CompletionResult:
         started = time.perf_counter()
         _check_text(request.text)
         if not 0 <= request.cursor <= len(request.text):
-            raise EngineError(f"position is outside the document (offset {request.cursor} of {len(request.text)})")
+            raise EngineError(
+                f"position is outside the document (offset {request.cursor} of {len(request.text)})"
+            )
         grounding = Grounding(request.text, request.language_id)
         fim = self._fim_prompt(request, grounding)
         sync, logits = self.session.sync(self._tokenize_segments(fim), shift_reuse=self.shift_reuse)
-        multiline = request.multiline if request.multiline is not None else is_multiline(
-            request.text, request.cursor, grounding
+        multiline = (
+            request.multiline
+            if request.multiline is not None
+            else is_multiline(request.text, request.cursor, grounding)
         )
         stop = CompletionStop(request.text, request.cursor, multiline)
         corpus = self._completion_corpus(request, grounding, fim)
@@ -114,8 +122,14 @@ class SpeculativeEngine:
             query = request.text[max(0, request.cursor - 1500) : request.cursor]
             snippets = self._provider.related(request.path, query, 3)
         key = request.path or ""
-        fim = build_fim(request.text, request.cursor, grounding, snippets, request.path,
-                        self._reusable_window_start(key, request))  # fmt: skip
+        fim = build_fim(
+            request.text,
+            request.cursor,
+            grounding,
+            snippets,
+            request.path,
+            self._reusable_window_start(key, request),
+        )
         self._window_starts[key] = request.cursor - len(fim.prefix)
         return fim
 
@@ -135,7 +149,9 @@ class SpeculativeEngine:
             for special, text in fim.segments
         ]
 
-    def _completion_corpus(self, request: CompletionRequest, grounding: Grounding, fim: FimPrompt) -> list[list[int]]:
+    def _completion_corpus(
+        self, request: CompletionRequest, grounding: Grounding, fim: FimPrompt
+    ) -> list[list[int]]:
         """Lookup sources beyond the prompt: the enclosing scope and similar siblings."""
         sources = similar_siblings(grounding, request.cursor)
         scope = grounding.enclosing_scope(request.cursor)
@@ -146,7 +162,9 @@ class SpeculativeEngine:
 
     # -- refactor ---------------------------------------------------------------
 
-    def refactor(self, request: RefactorRequest, cancel: CancelToken | None = None) -> RefactorResult:
+    def refactor(
+        self, request: RefactorRequest, cancel: CancelToken | None = None
+    ) -> RefactorResult:
         started = time.perf_counter()
         _check_text(request.text)
         if not 0 <= request.start <= request.end <= len(request.text):
@@ -183,16 +201,24 @@ class SpeculativeEngine:
         prompt = list(self.session.cells)
         drafters = self._drafters(speculation, corpus, prompt)
         params = SamplingParams(request.temperature, request.top_p, request.top_k, request.seed)
-        decoder = Decoder(self.session, self.target.token_bytes, self.target.is_end_of_generation,
-                          self.controller, drafters, params,
-                          min_draft=0 if speculation == "auto" else 1)  # fmt: skip
+        decoder = Decoder(
+            self.session,
+            self.target.token_bytes,
+            self.target.is_end_of_generation,
+            self.controller,
+            drafters,
+            params,
+            min_draft=0 if speculation == "auto" else 1,
+        )
         try:
             return decoder.run(logits, max_tokens or request.max_tokens, stop, cancel)  # type: ignore[arg-type]
         except Cancelled:
             self._totals.record_cancelled()
             raise
 
-    def _drafters(self, speculation: Speculation, corpus: list[list[int]], prompt: list[int]) -> list[Drafter]:
+    def _drafters(
+        self, speculation: Speculation, corpus: list[list[int]], prompt: list[int]
+    ) -> list[Drafter]:
         """Cheapest first. `auto` uses the draft model only once it has paid off."""
         lookup = PromptLookupDrafter(corpus, is_word=self._is_word)
         model = DraftModelDrafter(self.draft_session, prompt) if self.draft_session else None
@@ -218,7 +244,9 @@ class SpeculativeEngine:
     def _draft_cost_ms(self) -> float:
         return 27.0
 
-    def _stats(self, sync: SyncResult, outcome: DecodeOutcome, started: float, speculation: str) -> Stats:
+    def _stats(
+        self, sync: SyncResult, outcome: DecodeOutcome, started: float, speculation: str
+    ) -> Stats:
         stats = Stats(
             generated_tokens=len(outcome.tokens),
             drafted_tokens=outcome.drafted,
@@ -237,6 +265,8 @@ class SpeculativeEngine:
 
 def _check_text(text: str) -> None:
     if len(text) > MAX_DOCUMENT_CHARS:
-        raise EngineError(f"the document is too large ({len(text)} characters; limit {MAX_DOCUMENT_CHARS})")
+        raise EngineError(
+            f"the document is too large ({len(text)} characters; limit {MAX_DOCUMENT_CHARS})"
+        )
     if "\x00" in text:
         raise EngineError("the document looks binary (it contains NUL characters)")

@@ -13,8 +13,8 @@ import time
 
 from .totals import Totals
 from .types import (
-    CancelToken,
     Cancelled,
+    CancelToken,
     CompletionRequest,
     CompletionResult,
     ContextProvider,

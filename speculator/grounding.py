@@ -15,13 +15,30 @@ from .languages import new_parser
 log = logging.getLogger(__name__)
 
 SCOPE_TYPES = {
-    "function_definition", "class_definition", "decorated_definition",  # python
-    "function_declaration", "method_definition", "class_declaration", "arrow_function",  # js/ts
-    "method_declaration", "type_declaration",  # go
-    "function_item", "impl_item", "struct_item", "trait_item",  # rust
-}  # fmt: skip
-STRING_OR_COMMENT = {"string", "string_content", "comment", "template_string", "raw_string_literal",
-                     "interpreted_string_literal", "line_comment", "block_comment"}  # fmt: skip
+    "function_definition",
+    "class_definition",
+    "decorated_definition",  # python
+    "function_declaration",
+    "method_definition",
+    "class_declaration",
+    "arrow_function",  # js/ts
+    "method_declaration",
+    "type_declaration",  # go
+    "function_item",
+    "impl_item",
+    "struct_item",
+    "trait_item",  # rust
+}
+STRING_OR_COMMENT = {
+    "string",
+    "string_content",
+    "comment",
+    "template_string",
+    "raw_string_literal",
+    "interpreted_string_literal",
+    "line_comment",
+    "block_comment",
+}
 
 
 class Grounding:
@@ -92,7 +109,13 @@ class Grounding:
 def similar_siblings(grounding: Grounding, offset: int, limit: int = 3) -> list[str]:
     """Definitions that look like the one around `offset` (shared identifiers)."""
     scope = grounding.enclosing_scope(offset)
-    here = set(_identifiers(grounding.text[scope[0] : scope[1]] if scope else grounding.text[max(0, offset - 400) : offset]))
+    here = set(
+        _identifiers(
+            grounding.text[scope[0] : scope[1]]
+            if scope
+            else grounding.text[max(0, offset - 400) : offset]
+        )
+    )
     scored: list[tuple[float, int, str]] = []
     for start, end in grounding.definitions():
         if scope and start <= scope[0] < end:

@@ -31,7 +31,9 @@ class Model:
         params.n_gpu_layers = default_gpu_layers() if n_gpu_layers is None else n_gpu_layers
         model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
         if model is None:
-            raise EngineError(f"llama.cpp could not load {path}: the file is corrupt or unsupported")
+            raise EngineError(
+                f"llama.cpp could not load {path}: the file is corrupt or unsupported"
+            )
         self.path = path
         self.model = model
         self.vocab = llama_cpp.llama_model_get_vocab(model)
@@ -56,7 +58,7 @@ class Model:
     def token_bytes(self, token: int) -> bytes:
         buf = ctypes.create_string_buffer(64)
         n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, 64, 0, False)
-        return bytes(buf[:n]) if n > 0 else b""
+        return buf.raw[:n] if n > 0 else b""
 
     def special_token(self, text: str) -> int:
         """The id of a special token such as <|fim_prefix|>."""

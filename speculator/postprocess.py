@@ -43,10 +43,14 @@ class CompletionStop:
         self.multiline = multiline
         self.rest_of_line = text[cursor:line_end].strip()
         self.cursor_column_text = text[line_start:cursor]
-        self.base_indent = _indent(self.cursor_column_text) if not self.cursor_column_text.strip() else None
+        self.base_indent = (
+            _indent(self.cursor_column_text) if not self.cursor_column_text.strip() else None
+        )
         if self.base_indent is None:  # after a block opener: the block is one level deeper
             self.base_indent = _indent(self.cursor_column_text) + 1
-        self.next_line = next((ln.strip() for ln in text[line_end + 1 :].split("\n") if ln.strip()), "")
+        self.next_line = next(
+            (ln.strip() for ln in text[line_end + 1 :].split("\n") if ln.strip()), ""
+        )
 
     def __call__(self, completion: str) -> int | None:
         cut = self._bracket_cut(completion)

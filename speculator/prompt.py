@@ -69,13 +69,17 @@ def build_fim(
     path: str | None,
     window_start: int | None = None,
 ) -> FimPrompt:
-    start = window_start if window_start is not None else prefix_window_start(
-        text, cursor, grounding, PREFIX_BUDGET_CHARS
+    start = (
+        window_start
+        if window_start is not None
+        else prefix_window_start(text, cursor, grounding, PREFIX_BUDGET_CHARS)
     )
     end = suffix_window_end(text, cursor, SUFFIX_BUDGET_CHARS)
     prefix, suffix = text[start:cursor], text[cursor:end]
     line_end = suffix.find("\n")
-    rest_of_line, following = (suffix, "") if line_end < 0 else (suffix[: line_end + 1], suffix[line_end + 1 :])
+    rest_of_line, following = (
+        (suffix, "") if line_end < 0 else (suffix[: line_end + 1], suffix[line_end + 1 :])
+    )
     segments: list[tuple[str, str]] = []
     if snippets:
         header = "groundspec\n" + "".join(
@@ -83,7 +87,12 @@ def build_fim(
         )
         segments.append((REPO_NAME, header))
         segments.append((FILE_SEP, f"{path or 'current'}\n"))
-    segments += [(FIM_PREFIX, prefix), (FIM_SUFFIX, rest_of_line), ("", following), (FIM_MIDDLE, "")]
+    segments += [
+        (FIM_PREFIX, prefix),
+        (FIM_SUFFIX, rest_of_line),
+        ("", following),
+        (FIM_MIDDLE, ""),
+    ]
     return FimPrompt(segments, prefix, suffix)
 
 
@@ -104,8 +113,15 @@ SYSTEM = (
     "Reply with the complete rewritten code only, in one fenced code block."
 )
 
-FENCE_LANGUAGE = {"python": "python", "javascript": "javascript", "typescript": "typescript",
-                  "go": "go", "rust": "rust", "javascriptreact": "jsx", "typescriptreact": "tsx"}  # fmt: skip
+FENCE_LANGUAGE = {
+    "python": "python",
+    "javascript": "javascript",
+    "typescript": "typescript",
+    "go": "go",
+    "rust": "rust",
+    "javascriptreact": "jsx",
+    "typescriptreact": "tsx",
+}
 
 
 def build_refactor(selection: str, instruction: str, language_id: str) -> tuple[str, str]:

@@ -110,7 +110,9 @@ def verify(spec: ModelSpec, progress: Progress | None = None) -> Path:
     """Check the assembled file's size and SHA-256; returns its path."""
     path = model_path(spec)
     if not path.exists():
-        raise EngineError(f"the {spec.role} model is not assembled yet: run `groundspec models fetch`")
+        raise EngineError(
+            f"the {spec.role} model is not assembled yet: run `groundspec models fetch`"
+        )
     if path.stat().st_size != spec.size or sha256_of(path, progress) != spec.sha256:
         raise EngineError(
             f"the {spec.role} model at {path} is corrupt (size or SHA-256 mismatch): "

@@ -49,7 +49,9 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 class Session:
-    def __init__(self, model: llama_cpp.llama_model_p, n_ctx: int, threads: int, n_batch: int = 512):
+    def __init__(
+        self, model: llama_cpp.llama_model_p, n_ctx: int, threads: int, n_batch: int = 512
+    ):
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx
         params.n_batch = n_batch
@@ -82,14 +84,18 @@ class Session:
 
     # -- prompt ---------------------------------------------------------------
 
-    def sync(self, segments: Sequence[Sequence[int]], shift_reuse: bool = False) -> tuple[SyncResult, Logits]:
+    def sync(
+        self, segments: Sequence[Sequence[int]], shift_reuse: bool = False
+    ) -> tuple[SyncResult, Logits]:
         """Make the cache hold exactly the concatenated segments; return the last logits."""
         started = time.perf_counter()
         prompt = [t for seg in segments for t in seg]
         if not prompt:
             raise EngineError("empty prompt")
         if len(prompt) >= self.n_ctx:
-            raise EngineError(f"prompt of {len(prompt)} tokens does not fit the context ({self.n_ctx})")
+            raise EngineError(
+                f"prompt of {len(prompt)} tokens does not fit the context ({self.n_ctx})"
+            )
         # The last token is always evaluated: its logits are the ones we need.
         keep = min(common_prefix(self.cells, prompt), len(prompt) - 1)
         moves = self._plan_moves(segments, keep) if shift_reuse and self.can_shift else []
@@ -105,7 +111,9 @@ class Session:
         ms = (time.perf_counter() - started) * 1000
         return SyncResult(len(prompt), keep + shifted, evaluated, shifted, ms), logits
 
-    def _plan_moves(self, segments: Sequence[Sequence[int]], keep: int) -> list[tuple[int, int, int]]:
+    def _plan_moves(
+        self, segments: Sequence[Sequence[int]], keep: int
+    ) -> list[tuple[int, int, int]]:
         """(old position, new position, length) of old segments reusable past `keep`."""
         old_by_tokens: dict[tuple[int, ...], list[int]] = {}
         for pos, toks in self.segments:
@@ -209,5 +217,7 @@ class Session:
 
     def _logits(self, row: int) -> Logits:
         ptr = llama_cpp.llama_get_logits_ith(self.ctx, row)
-        arr = np.ctypeslib.as_array(ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,))
+        arr = np.ctypeslib.as_array(
+            ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,)
+        )
         return arr.copy()

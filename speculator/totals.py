@@ -66,7 +66,9 @@ class Totals:
                 }
                 for name, drafted in self.drafted.items()
             }
-            tokens_per_s = self.generated_tokens / (self.decode_ms / 1000) if self.decode_ms else 0.0
+            tokens_per_s = (
+                self.generated_tokens / (self.decode_ms / 1000) if self.decode_ms else 0.0
+            )
             return {
                 "requests": self.requests,
                 "cancelled": self.cancelled,

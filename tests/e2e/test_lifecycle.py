@@ -44,10 +44,24 @@ async def test_capabilities(fresh: LanguageClient) -> None:
     await fresh.shutdown_session()
 
 
+async def test_positions_stay_utf16_when_the_client_prefers_utf8(fresh: LanguageClient) -> None:
+    capabilities = client_capabilities("neovim")
+    capabilities.general = types.GeneralClientCapabilities(
+        position_encodings=[types.PositionEncodingKind.Utf8, types.PositionEncodingKind.Utf16]
+    )
+    result = await fresh.initialize_session(types.InitializeParams(capabilities=capabilities))
+    assert result.capabilities.position_encoding == types.PositionEncodingKind.Utf16
+    await fresh.shutdown_session()
+
+
 async def test_model_loading_reports_progress(fresh: LanguageClient) -> None:
     await initialize(fresh)
     await call(fresh, "groundspec/stats", {})
-    kinds = [value.kind for value in fresh.progress_reports["groundspec/load"]]
+    for _ in range(100):  # loading ends on the worker thread: wait for its report
+        kinds = [value.kind for value in fresh.progress_reports["groundspec/load"]]
+        if kinds and kinds[-1] == "end":
+            break
+        await asyncio.sleep(0.05)
     assert kinds[0] == "begin" and kinds[-1] == "end"
     await fresh.shutdown_session()
 

@@ -41,7 +41,9 @@ def test_keystroke_reuses_the_cache_and_matches_fresh(engine: SpeculativeEngine)
     assert shifted.stats.prompt_tokens - shifted.stats.reused_prompt_tokens <= 16
     engine.shift_reuse = False  # exact: only the common prefix is reused
     try:
-        engine.complete(CompletionRequest(text=task.text, cursor=task.start, max_tokens=4, path="k.py"))
+        engine.complete(
+            CompletionRequest(text=task.text, cursor=task.start, max_tokens=4, path="k.py")
+        )
         cached = engine.complete(req)
         engine.session.trim(0)  # cold cache
         fresh = engine.complete(req)

@@ -10,19 +10,31 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.cli import cursor_offset, line_range, parse_location, UsageError
+from lsp_server.cli import UsageError, cursor_offset, line_range, parse_location
 from speculator.models import check_same_vocab
 from speculator.types import EngineError
 
-STATS_KEYS = {"generatedTokens", "draftedTokens", "acceptedTokens", "promptTokens",
-              "reusedPromptTokens", "promptMs", "decodeMs", "totalMs", "speculation"}  # fmt: skip
+STATS_KEYS = {
+    "generatedTokens",
+    "draftedTokens",
+    "acceptedTokens",
+    "promptTokens",
+    "reusedPromptTokens",
+    "promptMs",
+    "decodeMs",
+    "totalMs",
+    "speculation",
+}
 
 
 def groundspec(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lsp_server.cli", *args],
-        capture_output=True, text=True, timeout=120, env={**os.environ, **(env or {})},
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def assert_clean_error(proc: subprocess.CompletedProcess[str], words: str) -> None:
@@ -49,11 +61,16 @@ def test_complete_json_has_the_contract_keys(source: Path) -> None:
 
 
 def test_refactor_json_has_the_contract_keys(source: Path) -> None:
-    proc = groundspec("refactor", str(source), "--lines", "1-2", "--instruction", "rename", "--json", "--fake")
+    proc = groundspec(
+        "refactor", str(source), "--lines", "1-2", "--instruction", "rename", "--json", "--fake"
+    )
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert set(result) == {"newText", "range", "stats"}
-    assert result["range"] == {"start": {"line": 0, "character": 0}, "end": {"line": 2, "character": 0}}
+    assert result["range"] == {
+        "start": {"line": 0, "character": 0},
+        "end": {"line": 2, "character": 0},
+    }
     assert set(result["stats"]) == STATS_KEYS
 
 
@@ -62,7 +79,9 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_bad_line_and_column(source: Path) -> None:
-    assert_clean_error(groundspec("complete", f"{source}:9:1", "--fake"), "past the end of the file")
+    assert_clean_error(
+        groundspec("complete", f"{source}:9:1", "--fake"), "past the end of the file"
+    )
     assert_clean_error(groundspec("complete", f"{source}:1:99", "--fake"), "past the end of line 1")
     assert_clean_error(groundspec("complete", f"{source}:x:1", "--fake"), "PATH:LINE:COL")
 
@@ -82,7 +101,9 @@ def test_inverted_line_range(source: Path) -> None:
 
 
 def test_missing_model_file(source: Path, tmp_path: Path) -> None:
-    proc = groundspec("complete", f"{source}:2:5", "--target-model", str(tmp_path / "none.gguf"), "--no-draft")
+    proc = groundspec(
+        "complete", f"{source}:2:5", "--target-model", str(tmp_path / "none.gguf"), "--no-draft"
+    )
     assert_clean_error(proc, "model file not found")
 
 

@@ -47,4 +47,7 @@ def test_multiline_decision_from_the_syntax() -> None:
 
 def test_refactor_keeps_indentation_and_trailing_newline() -> None:
     selection = "    def f(self):\n        return 1\n"
-    assert finish_refactor("def f(self):\n    return 2\n", selection) == "    def f(self):\n        return 2\n"
+    assert (
+        finish_refactor("def f(self):\n    return 2\n", selection)
+        == "    def f(self):\n        return 2\n"
+    )
