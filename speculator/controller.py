@@ -17,8 +17,13 @@ import bisect
 # (DESIGN.md). Only a starting point: observe() replaces it with measurements.
 DEFAULT_COST_MS = {1: 71.0, 2: 95.0, 4: 157.0, 8: 329.0, 16: 483.0, 32: 748.0}
 DRAFT_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32)
+DRAFT_TOKEN_MS = 27.0  # one draft-model token on the 2-core machine (DESIGN.md)
 
-# Conservative starting points: a wrong long draft costs more than it can win.
+# Starting points, replaced by what is measured. Completions are short and
+# often new code, so a wrong long draft costs more than it can win; a
+# refactor mostly copies its selection, so lookup drafts start trusted.
+REFACTOR_PRIORS = {"lookup:0": 0.4, "lookup:1": 0.5, "lookup:2": 0.7, "lookup:3": 0.8,
+                   "lookup:4": 0.85, "lookup:aligned": 0.95, "draft": 0.6}  # fmt: skip
 PRIOR_ACCEPTANCE = {
     "lookup:0": 0.2,
     "lookup:1": 0.3,
@@ -33,7 +38,13 @@ DECAY = 0.98  # per observed round: recent behaviour matters more
 
 
 class Controller:
-    def __init__(self, cost_ms: dict[int, float] | None = None, max_draft: int = 32):
+    def __init__(
+        self,
+        cost_ms: dict[int, float] | None = None,
+        max_draft: int = 32,
+        priors: dict[str, float] | None = None,
+    ):
+        self.priors = priors or PRIOR_ACCEPTANCE
         self.cost_ms = dict(cost_ms or DEFAULT_COST_MS)
         self.max_draft = max_draft
         self._hits: dict[str, float] = {}
@@ -42,7 +53,7 @@ class Controller:
         self._trials: dict[str, float] = {}
 
     def acceptance(self, bucket: str) -> float:
-        prior = PRIOR_ACCEPTANCE.get(bucket, 0.5)
+        prior = self.priors.get(bucket, 0.5)
         hits = self._hits.get(bucket, 0.0) + prior * PRIOR_WEIGHT
         trials = self._trials.get(bucket, 0.0) + PRIOR_WEIGHT
         return min(0.995, hits / trials)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from .controller import Controller
+from .controller import DRAFT_TOKEN_MS, Controller
 from .drafters import Draft, Drafter
 from .session import Session
 from .types import Cancelled, CancelToken
@@ -194,11 +194,14 @@ class Decoder:
     def _draft(self, history: list[int], remaining: int) -> Draft | None:
         """Ask drafters in order (cheapest first); size the draft by expected gain."""
         for drafter in self.drafters:
-            extra = 27.0 if drafter.name == "draft" else 0.0  # draft model ms per token
+            extra = DRAFT_TOKEN_MS if drafter.name == "draft" else 0.0
             # Ask for as much as the most confident bucket would verify.
             best = "draft" if drafter.name == "draft" else "lookup:aligned"
             budget = self.controller.draft_length(best, remaining - 1, extra)
-            budget = min(remaining - 1, max(budget, 8 * self.min_draft))
+            # Lookup drafts are free to propose, so ask for plenty; draft-model
+            # tokens cost time each, so never generate more than will be verified.
+            floor = self.min_draft * (1 if drafter.name == "draft" else 8)
+            budget = min(remaining - 1, max(budget, floor))
             if budget <= 0:
                 continue
             draft = drafter.propose(history, budget)

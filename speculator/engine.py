@@ -10,7 +10,7 @@ import msgspec
 
 from . import provision
 from .config import EngineConfig
-from .controller import Controller
+from .controller import DRAFT_TOKEN_MS, REFACTOR_PRIORS, Controller
 from .decode import DecodeOutcome, Decoder, SamplingParams, StopRule
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
 from .factory import ProgressCallback
@@ -46,7 +46,11 @@ class SpeculativeEngine:
         self.config = config
         self.session = Session(target.model, config.n_ctx, threads)
         self.draft_session = Session(draft.model, config.n_ctx, threads) if draft else None
-        self.controller = Controller()
+        # Completions and refactors accept drafts very differently: learn each apart.
+        self.controllers = {
+            "completion": Controller(),
+            "refactor": Controller(priors=REFACTOR_PRIORS),
+        }
         self.shift_reuse = True  # reuse the FIM suffix's KV after edits (approximate)
         self._totals = Totals()
         self._provider: ContextProvider | None = None
@@ -199,13 +203,15 @@ class SpeculativeEngine:
         max_tokens: int | None = None,
     ) -> DecodeOutcome:
         prompt = list(self.session.cells)
-        drafters = self._drafters(speculation, corpus, prompt)
+        kind = "refactor" if isinstance(request, RefactorRequest) else "completion"
+        controller = self.controllers[kind]
+        drafters = self._drafters(speculation, corpus, prompt, controller)
         params = SamplingParams(request.temperature, request.top_p, request.top_k, request.seed)
         decoder = Decoder(
             self.session,
             self.target.token_bytes,
             self.target.is_end_of_generation,
-            self.controller,
+            controller,
             drafters,
             params,
             min_draft=0 if speculation == "auto" else 1,
@@ -217,14 +223,18 @@ class SpeculativeEngine:
             raise
 
     def _drafters(
-        self, speculation: Speculation, corpus: list[list[int]], prompt: list[int]
+        self,
+        speculation: Speculation,
+        corpus: list[list[int]],
+        prompt: list[int],
+        controller: Controller,
     ) -> list[Drafter]:
         """Cheapest first. `auto` uses the draft model only once it has paid off."""
         lookup = PromptLookupDrafter(corpus, is_word=self._is_word)
         model = DraftModelDrafter(self.draft_session, prompt) if self.draft_session else None
         if speculation == "off":
             return []
-        if speculation == "lookup" or (speculation == "auto" and not self._draft_pays()):
+        if speculation == "lookup" or (speculation == "auto" and not self._draft_pays(controller)):
             return [lookup]
         if speculation == "draft":
             return [model] if model else []
@@ -235,14 +245,11 @@ class SpeculativeEngine:
         piece = self.target.token_bytes(token).strip()
         return bool(piece) and piece.replace(b"_", b"").isalnum()
 
-    def _draft_pays(self) -> bool:
+    def _draft_pays(self, controller: Controller) -> bool:
         """The draft model is worth it when its expected gain beats plain decoding."""
         if self.draft_session is None:
             return False
-        return self.controller.draft_length("draft", 16, extra_cost_ms=self._draft_cost_ms()) > 0
-
-    def _draft_cost_ms(self) -> float:
-        return 27.0
+        return controller.draft_length("draft", 16, extra_cost_ms=DRAFT_TOKEN_MS) > 0
 
     def _stats(
         self, sync: SyncResult, outcome: DecodeOutcome, started: float, speculation: str
