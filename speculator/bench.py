@@ -192,11 +192,14 @@ def run_peer(config: EngineConfig, tasks: list[Task]) -> list[dict[str, object]]
     path = str(resolve_path(config.target_model, provision.TARGET))
     rows = []
     plain = Llama(model_path=path, n_ctx=4096, n_threads=config.threads, verbose=False)
+    # logits_all=True: without it llama-cpp-python sizes its score buffer to
+    # n_batch rows and prompt lookup overflows it past 512 tokens.
     lookup = Llama(
         model_path=path,
         n_ctx=4096,
         n_threads=config.threads,
         verbose=False,
+        logits_all=True,
         draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10),
     )
     for task in tasks:
@@ -290,6 +293,9 @@ def markdown(
             "|---|---|---|---|---|",
         ]
         for row in report.peer:
+            if "error" in row:
+                lines.append(f"| peer failed: {row['error']} | | | | |")
+                continue
             ratio = float(row["plain_s"]) / float(row["lookup_s"])  # type: ignore[arg-type]
             lines.append(
                 f"| {row['task']} | {row['plain_s']} | {row['lookup_s']} | {ratio:.2f} | "
@@ -358,7 +364,11 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
             log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
     if "peer" in modes:
         getattr(engine, "close", lambda: None)()  # free the models before the peer loads its own
-        report.peer = run_peer(config, [t for t in tasks if t.kind == "refactor"])
+        try:
+            report.peer = run_peer(config, [t for t in tasks if t.kind == "refactor"])
+        except Exception as exc:  # a peer failure must not lose our own results
+            log.error("peer benchmark failed: %s", exc)
+            report.peer = [{"task": "peer failed", "error": str(exc)}]
     summary = summarize(report)
     text = markdown(report, summary, config)
     if args.output:

@@ -114,10 +114,14 @@ class SpeculativeEngine:
         return CompletionResult(text=text, stats=stats)
 
     def warm(self, request: CompletionRequest) -> int:
-        """Evaluate the request's prompt into the KV cache (no generation)."""
+        """Evaluate the request's prompt into the KV cache exactly (no generation).
+
+        Called when the editor is idle: besides warming a new document, it
+        re-evaluates a suffix that keystrokes only moved, so its KV is exact
+        again (moved KV grows staler with every character typed before it)."""
         _check_text(request.text)
         fim = self._fim_prompt(request, Grounding(request.text, request.language_id))
-        sync, _ = self.session.sync(self._tokenize_segments(fim), shift_reuse=self.shift_reuse)
+        sync, _ = self.session.sync(self._tokenize_segments(fim), shift_reuse=False)
         return sync.evaluated
 
     def _fim_prompt(self, request: CompletionRequest, grounding: Grounding) -> FimPrompt:

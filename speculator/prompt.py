@@ -97,13 +97,16 @@ def build_fim(
 
 
 def _fit(snippets: list[Snippet], budget: int) -> list[Snippet]:
+    """Snippets in order until the budget is spent; the last one cut at a line end."""
     out: list[Snippet] = []
-    used = 0
+    left = budget
     for s in snippets:
-        if used + len(s.text) > budget:
+        text = s.text if len(s.text) <= left else s.text[: s.text.rfind("\n", 0, left) + 1]
+        if text.strip():
+            out.append(Snippet(s.path, text))
+            left -= len(text)
+        if left <= 80:
             break
-        out.append(s)
-        used += len(s.text)
     return out
 
 

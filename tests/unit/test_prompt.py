@@ -25,3 +25,11 @@ def test_window_start_is_stable_while_typing() -> None:
 def test_snippets_come_first_as_repo_files() -> None:
     fim = build_fim(CODE, 10, Grounding(CODE, "python"), [Snippet("b.py", "def g(): pass")], "a.py")
     assert fim.segments[0][0] == "<|repo_name|>" and "b.py" in fim.segments[0][1]
+
+
+def test_a_large_snippet_is_cut_to_the_budget_not_dropped() -> None:
+    big = Snippet("big.py", "".join(f"line_{i} = {i}\n" for i in range(500)))
+    fim = build_fim(CODE, 10, Grounding(CODE, "python"), [big], "a.py")
+    header = fim.segments[0][1]
+    assert "big.py" in header and "line_0 = 0" in header
+    assert len(header) < 2000
