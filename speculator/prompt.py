@@ -20,7 +20,7 @@ FILE_SEP = "<|file_sep|>"
 
 PREFIX_BUDGET_CHARS = 4000  # ~1,100 tokens
 SUFFIX_BUDGET_CHARS = 1200  # ~350 tokens
-SNIPPET_BUDGET_CHARS = 1600
+SNIPPET_BUDGET_CHARS = 3000  # ~850 tokens: room for two or three 32-line chunks
 
 
 class FimPrompt:
