@@ -19,8 +19,8 @@ def test_refactor_speculation_is_exact(engine: SpeculativeEngine, name: str) -> 
     for mode in ("lookup", "both"):
         run = run_task(engine, task, mode)
         assert run.text == plain.text, f"{mode} diverged from off"
-        assert run.stats["generatedTokens"] == plain.stats["generatedTokens"]
-    assert run.stats["draftedTokens"] > 0
+        assert run.stats.generated_tokens == plain.stats.generated_tokens
+    assert run.stats.drafted_tokens > 0
 
 
 def test_completion_speculation_is_exact(engine: SpeculativeEngine) -> None:
