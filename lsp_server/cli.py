@@ -210,13 +210,13 @@ def parse_location(location: str) -> tuple[str, int, int]:
 
 def cursor_offset(text: str, line: int, col: int) -> int:
     """Offset of 1-based LINE:COL (COL counts characters; one past the end is allowed)."""
-    lines = text.split("\n")
-    if line > len(lines):
-        raise UsageError(f"line {line} is past the end of the file ({len(lines)} lines)")
-    row = lines[line - 1]
+    index = LineIndex(text)
+    if line > index.line_count:
+        raise UsageError(f"line {line} is past the end of the file ({index.line_count} lines)")
+    row = index.line_text(line - 1)
     if col > len(row) + 1:
         raise UsageError(f"column {col} is past the end of line {line} ({len(row)} characters)")
-    return sum(len(s) + 1 for s in lines[: line - 1]) + col - 1
+    return index.starts[line - 1] + col - 1
 
 
 def line_range(text: str, spec: str) -> tuple[int, int]:
@@ -227,14 +227,13 @@ def line_range(text: str, spec: str) -> tuple[int, int]:
     if not a_text.isdigit() or not b_text.isdigit():
         raise UsageError(f"--lines expects A-B with numbers, got {spec!r}")
     a, b = int(a_text), int(b_text)
-    lines = text.split("\n")
+    index = LineIndex(text)
     if a < 1 or b < a:
         raise UsageError(f"invalid line range {spec}: it must be 1-based with A <= B")
-    if b > len(lines):
-        raise UsageError(f"line {b} is past the end of the file ({len(lines)} lines)")
-    start = sum(len(s) + 1 for s in lines[: a - 1])
-    end = min(len(text), sum(len(s) + 1 for s in lines[:b]))
-    return start, end
+    if b > index.line_count:
+        raise UsageError(f"line {b} is past the end of the file ({index.line_count} lines)")
+    end = index.starts[b] if b < index.line_count else len(text)
+    return index.starts[a - 1], end
 
 
 def run_complete(args: argparse.Namespace) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import platform
 import resource
 import statistics
@@ -263,7 +264,7 @@ def markdown(
     lines = [
         "# Benchmarks",
         "",
-        f"Machine: {platform.machine()}, {_cpu_count()} CPU threads used by llama.cpp, "
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPU threads used by llama.cpp, "
         f"{platform.system()} {platform.release()}; GPU layers: {config.n_gpu_layers or 0}. "
         f"Run at {time.strftime('%Y-%m-%d %H:%M')}, `groundspec bench`.",
         "",
@@ -332,12 +333,6 @@ def _divergences(report: Report) -> list[str]:
                 f"({ref[max(0, at - 20) : at + 20]!r} vs {r.text[max(0, at - 20) : at + 20]!r})"
             )
     return out
-
-
-def _cpu_count() -> int:
-    import os
-
-    return os.cpu_count() or 0
 
 
 def _peak_rss_mb() -> float:

@@ -178,7 +178,7 @@ class DraftModelDrafter:
             self.session.sync([self.prompt])
             self._synced = True
         # Bring the draft cache to the history: usually a trim plus a token or two.
-        keep = _common_prefix(self.session.cells, history)
+        keep = common_prefix(self.session.cells, history)
         self.session.trim(keep)
         pending = list(history[keep:])
         if not pending:  # need logits for the last token: re-evaluate it
@@ -201,7 +201,8 @@ class DraftModelDrafter:
         pass
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """Length of the longest common prefix of two token sequences."""
     n = min(len(a), len(b))
     i = 0
     while i < n and a[i] == b[i]:

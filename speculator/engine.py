@@ -17,8 +17,8 @@ from .factory import ProgressCallback
 from .grounding import Grounding, similar_siblings
 from .models import Model, check_same_vocab, resolve_path
 from .postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
-from .prompt import FimPrompt, build_fim, build_refactor
-from .session import Session, SyncResult
+from .prompt import PREFIX_BUDGET_CHARS, FimPrompt, build_fim, build_refactor
+from .session import Logits, Session, SyncResult
 from .totals import Totals
 from .types import (
     Cancelled,
@@ -146,7 +146,9 @@ class SpeculativeEngine:
         start = self._window_starts.get(key)
         if start is None or not 0 <= start <= request.cursor:
             return None
-        if request.cursor - start > 5000 or (start > 0 and request.text[start - 1] != "\n"):
+        if request.cursor - start > PREFIX_BUDGET_CHARS * 5 // 4 or (
+            start > 0 and request.text[start - 1] != "\n"
+        ):
             return None
         return start
 
@@ -198,7 +200,7 @@ class SpeculativeEngine:
 
     def _decode(
         self,
-        logits: object,
+        logits: Logits,
         speculation: Speculation,
         request: CompletionRequest | RefactorRequest,
         corpus: list[list[int]],
@@ -221,7 +223,7 @@ class SpeculativeEngine:
             min_draft=0 if speculation == "auto" else 1,
         )
         try:
-            return decoder.run(logits, max_tokens or request.max_tokens, stop, cancel)  # type: ignore[arg-type]
+            return decoder.run(logits, max_tokens or request.max_tokens, stop, cancel)
         except Cancelled:
             self._totals.record_cancelled()
             raise

@@ -10,6 +10,7 @@ import logging
 
 import tree_sitter
 
+from .chunks import identifiers
 from .languages import new_parser
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ def similar_siblings(grounding: Grounding, offset: int, limit: int = 3) -> list[
     """Definitions that look like the one around `offset` (shared identifiers)."""
     scope = grounding.enclosing_scope(offset)
     here = set(
-        _identifiers(
+        identifiers(
             grounding.text[scope[0] : scope[1]]
             if scope
             else grounding.text[max(0, offset - 400) : offset]
@@ -123,23 +124,9 @@ def similar_siblings(grounding: Grounding, offset: int, limit: int = 3) -> list[
         body = grounding.text[start:end]
         if len(body) > 4000:
             continue
-        words = set(_identifiers(body))
+        words = set(identifiers(body))
         if words and here:
             score = len(words & here) / len(words | here)
             scored.append((score, start, body))
     scored.sort(key=lambda item: (-item[0], item[1]))
     return [body for score, _start, body in scored[:limit] if score > 0.1]
-
-
-def _identifiers(text: str) -> list[str]:
-    word: list[str] = []
-    out: list[str] = []
-    for ch in text:
-        if ch.isalnum() or ch == "_":
-            word.append(ch)
-        elif word:
-            out.append("".join(word))
-            word = []
-    if word:
-        out.append("".join(word))
-    return out

@@ -22,6 +22,7 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
+from .drafters import common_prefix
 from .types import EngineError
 
 log = logging.getLogger(__name__)
@@ -38,14 +39,6 @@ class SyncResult:
         self.evaluated = evaluated
         self.shifted = shifted
         self.ms = ms
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 class Session:
