@@ -49,8 +49,10 @@ class _Job:
 class Worker:
     """The one thread that runs every engine call, in submission order.
 
-    Background jobs (warm-ups) run only when no foreground job waits, and a
-    newer background job replaces one that has not started.
+    Background jobs (warm-ups) run only when no foreground job waits, a
+    newer background job replaces one that has not started, and a foreground
+    job cancels the background job that is running (it stops within one
+    prompt batch and keeps what it evaluated).
     """
 
     def __init__(self) -> None:
@@ -58,6 +60,7 @@ class Worker:
         self._queue: deque[_Job] = deque()
         self._background: _Job | None = None
         self._running: _Job | None = None
+        self._running_background = False
         self._stopped = False
         self._thread = threading.Thread(target=self._loop, name="groundspec-engine", daemon=True)
         self._thread.start()
@@ -76,6 +79,8 @@ class Worker:
                 self._background = job
             else:
                 self._queue.append(job)
+                if self._running is not None and self._running_background:
+                    self._running.token.cancel()
             self._cond.notify()
         return job.future
 
@@ -97,6 +102,7 @@ class Worker:
                 self._cond.wait()
             if self._stopped:
                 return None
+            self._running_background = not self._queue
             if self._queue:
                 self._running = self._queue.popleft()
             else:
@@ -297,7 +303,8 @@ class Scheduler:
         if request is None:
             return
         self.warms += 1
-        future = self.worker.submit(lambda: engine.warm(request), background=True)
+        token = CancelToken()
+        future = self.worker.submit(lambda: engine.warm(request, token), token, background=True)
         future.add_done_callback(_log_warm_failure)
 
 

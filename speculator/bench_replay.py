@@ -3,10 +3,12 @@ inline completion request per keystroke, and measure what a keystroke costs.
 
 Variants, all on the same keystrokes in one run:
 - shift: the default (common prefix + the FIM suffix moved in the KV cache);
+- refresh: shift, plus an exact re-sync every REFRESH_EVERY keystrokes, as the
+  server's idle warm-up does when the user pauses (not timed: it runs idle);
 - prefix: only the common prefix is reused (exact, what a fresh prompt gives);
 - cold: no reuse at all (the cache is cleared before each request), on a few keystrokes.
-Completions of `shift` are compared with `prefix` to measure what the
-approximate suffix reuse does to quality.
+Completions of `shift` and `refresh` are compared with `prefix` to measure what
+the approximate suffix reuse does to quality, and all with the original text.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ log = logging.getLogger(__name__)
 REGIONS = [("graphlib.py", 163, 4), ("reprlib.py", 112, 6)]
 PREFIX_KEYSTROKES = 25  # exact reuse re-evaluates the suffix: slow, so fewer
 COLD_KEYSTROKES = 2
+REFRESH_EVERY = 8  # keystrokes between idle re-syncs in the `refresh` variant
+VARIANTS = ("shift", "refresh", "prefix", "cold")
 
 
 def keystrokes(path: Path, first_line: int, n_lines: int) -> tuple[str, int, str]:
@@ -44,13 +48,15 @@ def keystrokes(path: Path, first_line: int, n_lines: int) -> tuple[str, int, str
 def replay(
     engine: SpeculativeEngine, variant: str, base: str, at: int, region: str, limit: int
 ) -> list[dict[str, object]]:
-    engine.shift_reuse = variant == "shift"
+    engine.shift_reuse = variant in ("shift", "refresh")
     engine.warm(CompletionRequest(text=base, cursor=at, path="replay"))  # didOpen pre-warm
     rows = []
     for i in range(1, min(len(region), limit) + 1):
         text = base[:at] + region[:i] + base[at:]
         if variant == "cold":
             engine.session.trim(0)
+        if variant == "refresh" and i % REFRESH_EVERY == 0:
+            engine.warm(CompletionRequest(text=text, cursor=at + i, path="replay"))
         req = CompletionRequest(
             text=text, cursor=at + i, path="replay", max_tokens=24, speculation="auto"
         )
@@ -62,11 +68,20 @@ def replay(
                 "ms": (time.perf_counter() - started) * 1000,
                 "evaluated": result.stats.prompt_tokens - result.stats.reused_prompt_tokens,
                 "prompt": result.stats.prompt_tokens,
+                "prompt_ms": result.stats.prompt_ms,
+                "decode_ms": result.stats.decode_ms,
                 "text": result.text,
+                "original": _first_line_matches(result.text, text[at + i :]),
             }
         )
     engine.shift_reuse = True
     return rows
+
+
+def _first_line_matches(completion: str, original: str) -> bool:
+    """The completion's first line is what the file really says next."""
+    line = completion.split("\n")[0].rstrip()
+    return bool(line.strip()) and original.startswith(line)
 
 
 def summarize(rows: list[dict[str, object]]) -> dict[str, float]:
@@ -77,33 +92,52 @@ def summarize(rows: list[dict[str, object]]) -> dict[str, float]:
         "prompt_tokens": statistics.median(int(r["prompt"]) for r in rows),  # type: ignore[call-overload]
         "p50_ms": round(percentile(ms, 50)),
         "p95_ms": round(percentile(ms, 95)),
+        "p95_prompt_ms": round(percentile([float(r["prompt_ms"]) for r in rows], 95)),  # type: ignore[arg-type]
+        "p95_decode_ms": round(percentile([float(r["decode_ms"]) for r in rows], 95)),  # type: ignore[arg-type]
         "median_evaluated": statistics.median(evaluated),
         "mean_evaluated": round(statistics.mean(evaluated), 1),
     }
 
 
+def quality(results: dict[str, list[dict[str, object]]]) -> dict[str, dict[str, int]]:
+    """Per variant, on the keystrokes `prefix` (exact) also ran: how many
+    completions equal the exact one, and how many first lines match the file."""
+    exact = {(r["region"], r["keystroke"]): r["text"] for r in results["prefix"]}
+    out = {}
+    for variant, rows in results.items():
+        mine = [r for r in rows if (r["region"], r["keystroke"]) in exact]
+        if mine:
+            out[variant] = {
+                "keystrokes": len(mine),
+                "same_as_exact": sum(
+                    r["text"] == exact[(r["region"], r["keystroke"])] for r in mine
+                ),
+                "first_line_matches_file": sum(bool(r["original"]) for r in mine),
+            }
+    return out
+
+
 def run_replay(args: argparse.Namespace, config: EngineConfig) -> int:
     engine = SpeculativeEngine.load(config)
     limit = args.limit or 10_000
-    results: dict[str, list[dict[str, object]]] = {"shift": [], "prefix": [], "cold": []}
+    results: dict[str, list[dict[str, object]]] = {v: [] for v in VARIANTS}
     for file, line, n in REGIONS:
         base, at, region = keystrokes(CORPUS / file, line, n)
-        for variant in results:
-            cap = {"cold": COLD_KEYSTROKES, "prefix": min(limit, PREFIX_KEYSTROKES)}.get(
-                variant, limit
-            )
-            results[variant] += replay(engine, variant, base, at, region, cap)
+        for variant in VARIANTS:
+            short = min(limit, PREFIX_KEYSTROKES)
+            cap = {"cold": COLD_KEYSTROKES, "prefix": short, "refresh": short}.get(variant, limit)
+            rows = replay(engine, variant, base, at, region, cap)
+            results[variant] += [{**r, "region": file} for r in rows]
     summary = {v: summarize(rows) for v, rows in results.items() if rows}
-    pairs = list(zip(results["shift"], results["prefix"], strict=False))
-    same = sum(1 for a, b in pairs if a["text"] == b["text"])
-    text = report(summary, same, len(pairs))
+    agreement = quality(results)
+    text = report(summary, agreement)
     if args.output:
         Path(args.output).write_text(text)
-    print(json.dumps(summary) if args.json else text)
+    print(json.dumps({"latency": summary, "quality": agreement}) if args.json else text)
     return 0
 
 
-def report(summary: dict[str, dict[str, float]], same: int, pairs: int) -> str:
+def report(summary: dict[str, dict[str, float]], agreement: dict[str, dict[str, int]]) -> str:
     lines = [
         "# Keystroke replay",
         "",
@@ -111,23 +145,33 @@ def report(summary: dict[str, dict[str, float]], same: int, pairs: int) -> str:
         "are deleted and re-typed one character at a time; each keystroke sends one completion "
         "(up to 24 tokens, `auto`), straight to the engine, with no debounce or typed-ahead cache.",
         "",
-        "| KV reuse | requests | prompt tokens (median) | evaluated per keystroke (median / mean) | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|",
+        "| KV reuse | requests | prompt tokens (median) | evaluated per keystroke (median / mean) "
+        "| p50 ms | p95 ms | p95 prompt ms / decode ms |",
+        "|---|---|---|---|---|---|---|",
     ]
     names = {
         "shift": "prefix + moved suffix (default)",
+        "refresh": f"moved suffix, exact re-sync every {REFRESH_EVERY} keystrokes",
         "prefix": "common prefix only",
         "cold": "none (cold)",
     }
     for variant, row in summary.items():
         lines.append(
             f"| {names[variant]} | {row['requests']} | {row['prompt_tokens']} | "
-            f"{row['median_evaluated']} / {row['mean_evaluated']} | {row['p50_ms']} | {row['p95_ms']} |"
+            f"{row['median_evaluated']} / {row['mean_evaluated']} | {row['p50_ms']} | "
+            f"{row['p95_ms']} | {row['p95_prompt_ms']} / {row['p95_decode_ms']} |"
         )
     lines += [
         "",
-        f"Completions identical between moved-suffix reuse and exact prefix reuse: {same}/{pairs}.",
-        f"Peak RSS: {_peak_rss_mb():.0f} MB.",
+        "Quality, on the keystrokes where the exact variant also ran:",
         "",
+        "| KV reuse | keystrokes | completion identical to exact | first line matches the file |",
+        "|---|---|---|---|",
     ]
+    for variant, q in agreement.items():
+        lines.append(
+            f"| {names[variant]} | {q['keystrokes']} | {q['same_as_exact']} | "
+            f"{q['first_line_matches_file']} |"
+        )
+    lines += ["", f"Peak RSS: {_peak_rss_mb():.0f} MB.", ""]
     return "\n".join(lines)

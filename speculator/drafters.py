@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEPARATOR = -1  # between corpus sources: a continuation never crosses it
+MIN_CAP = 4  # the longest lookup draft before any has been accepted
+ALIGNED_RUN = 8  # accepted tokens in a row before a match counts as "aligned"
 
 
 class Draft:
@@ -59,9 +61,10 @@ class PromptLookupDrafter:
         sources: Sequence[Sequence[int]],
         max_ngram: int = 6,
         min_ngram: int = 1,
-        is_word: Callable[[int], bool] | None = None,
+        token_bytes: Callable[[int], bytes] | None = None,
     ):
-        self.is_word = is_word or (lambda token: True)
+        # Without token texts, tokens are opaque words (unit tests on int arrays).
+        self.token_bytes = token_bytes or (lambda token: b"w%d" % token)
         # Learned renames: source token -> the token the target wrote instead.
         self.substitutions: dict[int, int] = {}
         self.max_ngram = max_ngram
@@ -70,7 +73,8 @@ class PromptLookupDrafter:
         self.index: dict[tuple[int, ...], list[int]] = {}  # n-gram -> end positions (exclusive)
         self.history_start = 0
         self.expected: int | None = None  # where we think the output is in the corpus
-        self.aligned = False  # the last draft was accepted whole
+        self.run = 0  # drafted tokens accepted in a row since the last rejection
+        self.resync = False  # the last rejection was a whitespace edit: trust `expected`
         self._last_start = 0
         for source in sources:
             self._extend(list(source))
@@ -111,26 +115,35 @@ class PromptLookupDrafter:
         if k <= 0 or not history:
             return None
         self._sync_history(history)
+        # Slow start: a long draft only after the source has been followed for a while.
+        k = min(k, max(MIN_CAP, 2 * self.run))
         end_of_history = len(self.corpus)
+        if self.resync and self.expected is not None and self.expected < end_of_history:
+            draft = self._draft_from(self.expected, k, "lookup:resync")
+            if draft is not None:
+                return draft
         for n in range(min(self.max_ngram, len(history)), self.min_ngram - 1, -1):
             ends = [e for e in self.index.get(tuple(history[-n:]), ()) if e < end_of_history]
             if not ends:
                 continue
             start = self._pick(ends)
-            tokens = self._continuation(start, k)
-            if tokens:
-                self._last_start = start
-                aligned = self.aligned and start == self.expected
-                return Draft(
-                    tokens, self.name, "lookup:aligned" if aligned else f"lookup:{min(n, 4)}"
-                )
+            aligned = self.run >= ALIGNED_RUN and start == self.expected
+            draft = self._draft_from(
+                start, k, "lookup:aligned" if aligned else f"lookup:{min(n, 4)}"
+            )
+            if draft is not None:
+                return draft
         if self.expected is not None and self.expected < end_of_history:
             # No n-gram matches (e.g. a renamed identifier): keep walking the source.
-            tokens = self._continuation(self.expected, k)
-            if tokens:
-                self._last_start = self.expected
-                return Draft(tokens, self.name, "lookup:0")
+            return self._draft_from(self.expected, k, "lookup:0")
         return None
+
+    def _draft_from(self, start: int, k: int, bucket: str) -> Draft | None:
+        tokens = self._continuation(start, k)
+        if not tokens:
+            return None
+        self._last_start = start
+        return Draft(tokens, self.name, bucket)
 
     def _pick(self, ends: list[int]) -> int:
         if self.expected is not None:
@@ -146,18 +159,49 @@ class PromptLookupDrafter:
         return out
 
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
-        # The target's own token follows the accepted ones: assume it replaced
-        # the corpus token there one for one.
         rejected_at = self._last_start + accepted
-        self.expected = rejected_at + 1
-        self.aligned = accepted == len(draft.tokens)
-        if correction is None or rejected_at >= len(self.corpus):
+        self.resync = False
+        if correction is None:  # all taken; the target's next token follows them
+            self.run += accepted
+            self.expected = rejected_at + 1
+            return
+        self.run = 0
+        self.expected = rejected_at + 1  # by default the target replaced one token
+        if rejected_at >= len(self.corpus) or self.corpus[rejected_at] == SEPARATOR:
             return
         source = self.corpus[rejected_at]
-        if source in self.substitutions:
+        edit = whitespace_edit(self.token_bytes(source), self.token_bytes(correction))
+        if edit == "insert":  # e.g. ' ' before '6': the source token is still due
+            self.expected, self.resync = rejected_at, True
+        elif edit == "delete":  # the target skipped a blank token of the source
+            nxt = rejected_at + 1
+            if nxt < len(self.corpus) and self.corpus[nxt] == correction:
+                self.expected, self.resync = nxt + 1, True
+        elif edit == "respace":  # '*' written as ' *'
+            self.resync = True
+        elif source in self.substitutions:
             del self.substitutions[source]  # the learned rename was wrong here
-        elif source != SEPARATOR and self.is_word(source) and self.is_word(correction):
+        elif _is_word(self.token_bytes(source)) and _is_word(self.token_bytes(correction)):
             self.substitutions[source] = correction
+
+
+def whitespace_edit(source: bytes, written: bytes) -> str | None:
+    """How `written` differs from `source` if only in whitespace (formatting):
+    'insert' (written is blank), 'delete' (source is blank), 'respace' (same
+    text, other spacing), or None (a real edit)."""
+    if not written.strip() and source.strip():
+        return "insert"
+    if not source.strip() and written.strip():
+        return "delete"
+    if source.strip() == written.strip() and source != written:
+        return "respace"
+    return None
+
+
+def _is_word(piece: bytes) -> bool:
+    """An identifier-like token (learned renames are limited to these)."""
+    piece = piece.strip()
+    return bool(piece) and piece.replace(b"_", b"").isalnum()
 
 
 class DraftModelDrafter:

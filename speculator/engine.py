@@ -49,7 +49,8 @@ class SpeculativeEngine:
         # Completions and refactors accept drafts very differently: learn each apart.
         self.controllers = {
             "completion": Controller(),
-            "refactor": Controller(priors=REFACTOR_PRIORS),
+            # A refactor copies long runs of its selection: allow 64-token drafts.
+            "refactor": Controller(priors=REFACTOR_PRIORS, max_draft=64),
         }
         self.shift_reuse = True  # reuse the FIM suffix's KV after edits (approximate)
         self._totals = Totals()
@@ -100,7 +101,9 @@ class SpeculativeEngine:
             )
         grounding = Grounding(request.text, request.language_id)
         fim = self._fim_prompt(request, grounding)
-        sync, logits = self.session.sync(self._tokenize_segments(fim), shift_reuse=self.shift_reuse)
+        sync, logits = self.session.sync(
+            self._tokenize_segments(fim), shift_reuse=self.shift_reuse, cancel=cancel
+        )
         multiline = (
             request.multiline
             if request.multiline is not None
@@ -113,15 +116,16 @@ class SpeculativeEngine:
         stats = self._stats(sync, outcome, started, request.speculation)
         return CompletionResult(text=text, stats=stats)
 
-    def warm(self, request: CompletionRequest) -> int:
+    def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
         """Evaluate the request's prompt into the KV cache exactly (no generation).
 
         Called when the editor is idle: besides warming a new document, it
         re-evaluates a suffix that keystrokes only moved, so its KV is exact
-        again (moved KV grows staler with every character typed before it)."""
+        again (moved KV grows staler with every character typed before it).
+        A cancelled warm-up keeps what it evaluated so far."""
         _check_text(request.text)
         fim = self._fim_prompt(request, Grounding(request.text, request.language_id))
-        sync, _ = self.session.sync(self._tokenize_segments(fim), shift_reuse=False)
+        sync, _ = self.session.sync(self._tokenize_segments(fim), shift_reuse=False, cancel=cancel)
         return sync.evaluated
 
     def _fim_prompt(self, request: CompletionRequest, grounding: Grounding) -> FimPrompt:
@@ -184,7 +188,7 @@ class SpeculativeEngine:
         selection = request.text[request.start : request.end]
         prompt, fence = build_refactor(selection, request.instruction, request.language_id)
         tokens = self.target.tokenize(prompt, special=True)
-        sync, logits = self.session.sync([tokens])
+        sync, logits = self.session.sync([tokens], cancel=cancel)
 
         def stop(text: str) -> int | None:
             at = text.find(fence)
@@ -236,7 +240,7 @@ class SpeculativeEngine:
         controller: Controller,
     ) -> list[Drafter]:
         """Cheapest first. `auto` uses the draft model only once it has paid off."""
-        lookup = PromptLookupDrafter(corpus, is_word=self._is_word)
+        lookup = PromptLookupDrafter(corpus, token_bytes=self.target.token_bytes)
         model = DraftModelDrafter(self.draft_session, prompt) if self.draft_session else None
         if speculation == "off":
             return []
@@ -245,11 +249,6 @@ class SpeculativeEngine:
         if speculation == "draft":
             return [model] if model else []
         return [lookup, model] if model else [lookup]
-
-    def _is_word(self, token: int) -> bool:
-        """An identifier-like token (learned renames are limited to these)."""
-        piece = self.target.token_bytes(token).strip()
-        return bool(piece) and piece.replace(b"_", b"").isalnum()
 
     def _draft_pays(self, controller: Controller) -> bool:
         """The draft model is worth it when its expected gain beats plain decoding."""

@@ -34,7 +34,9 @@ class FakeEngine:
         self.text = text
         self.delay_ms_per_token = delay_ms_per_token
         self.provider: ContextProvider | None = None
-        self.warmed: list[int] = []  # cursor offsets of warm() calls, for tests
+        self.warmed: list[int] = []  # cursor offsets of finished warm() calls, for tests
+        self.warm_ms = 0.0  # how long a warm-up takes (tests of its cancellation)
+        self.cancelled_warms = 0
         self._totals = Totals()
 
     def set_context_provider(self, provider: ContextProvider | None) -> None:
@@ -62,7 +64,13 @@ class FakeEngine:
         self._totals.record(stats)
         return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
 
-    def warm(self, request: CompletionRequest) -> int:
+    def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
+        deadline = time.perf_counter() + self.warm_ms / 1000
+        while time.perf_counter() < deadline:
+            if cancel is not None and cancel.cancelled:
+                self.cancelled_warms += 1
+                raise Cancelled()
+            time.sleep(0.005)
         self.warmed.append(request.cursor)
         return 0
 

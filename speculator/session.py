@@ -23,11 +23,15 @@ import numpy as np
 import numpy.typing as npt
 
 from .drafters import common_prefix
-from .types import EngineError
+from .types import Cancelled, CancelToken, EngineError
 
 log = logging.getLogger(__name__)
 
 Logits = npt.NDArray[np.float32]
+
+# A cancellable sync checks its token after each batch of this many tokens:
+# about a second of prompt evaluation on the 2-core machine.
+CANCEL_CHECK_TOKENS = 128
 
 
 class SyncResult:
@@ -68,6 +72,7 @@ class Session:
         self.cells: list[int] = []
         self.segments: list[tuple[int, tuple[int, ...]]] = []  # (position, tokens) of last sync
         self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.memory))
+        self.cancel: CancelToken | None = None  # set during a cancellable sync
 
     def close(self) -> None:
         if self.ctx is not None:
@@ -78,9 +83,15 @@ class Session:
     # -- prompt ---------------------------------------------------------------
 
     def sync(
-        self, segments: Sequence[Sequence[int]], shift_reuse: bool = False
+        self,
+        segments: Sequence[Sequence[int]],
+        shift_reuse: bool = False,
+        cancel: CancelToken | None = None,
     ) -> tuple[SyncResult, Logits]:
-        """Make the cache hold exactly the concatenated segments; return the last logits."""
+        """Make the cache hold exactly the concatenated segments; return the last logits.
+
+        With `cancel`, the prompt is evaluated in small batches and the token is
+        checked between them; on Cancelled the cache keeps the evaluated part."""
         started = time.perf_counter()
         prompt = [t for seg in segments for t in seg]
         if not prompt:
@@ -92,7 +103,11 @@ class Session:
         # The last token is always evaluated: its logits are the ones we need.
         keep = min(common_prefix(self.cells, prompt), len(prompt) - 1)
         moves = self._plan_moves(segments, keep) if shift_reuse and self.can_shift else []
-        logits = self._rebuild(prompt, keep, moves)
+        self.cancel = cancel
+        try:
+            logits = self._rebuild(prompt, keep, moves)
+        finally:
+            self.cancel = None
         self.cells = list(prompt)
         self.segments = []
         pos = 0
@@ -160,11 +175,22 @@ class Session:
 
     def _eval_range(self, prompt: list[int], start: int, end: int) -> Logits:
         """Evaluate prompt[start:end] at its positions; logits of the last token."""
-        for lo in range(start, end, self.n_batch):
-            hi = min(end, lo + self.n_batch)
+        step = self.n_batch if self.cancel is None else CANCEL_CHECK_TOKENS
+        for lo in range(start, end, step):
+            if self.cancel is not None and self.cancel.cancelled:
+                self._keep_evaluated(prompt, lo)
+                raise Cancelled()
+            hi = min(end, lo + step)
             self._fill(prompt[lo:hi], list(range(lo, hi)), [False] * (hi - lo - 1) + [True])
             self._decode()
         return self._logits(-1)  # -1: the last row that asked for logits
+
+    def _keep_evaluated(self, prompt: list[int], n: int) -> None:
+        """After a cancel: the cache holds prompt[:n] exactly, nothing else."""
+        self._rm(0, n, -1)
+        self._rm(1, -1, -1)
+        self.cells = list(prompt[:n])
+        self.segments = []
 
     # -- decoding -------------------------------------------------------------
 

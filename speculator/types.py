@@ -120,8 +120,10 @@ class Engine(Protocol):
         self, request: RefactorRequest, cancel: CancelToken | None = None
     ) -> RefactorResult: ...
 
-    def warm(self, request: CompletionRequest) -> int:
-        """Evaluate the prompt of `request` into the KV cache; returns tokens evaluated."""
+    def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
+        """Evaluate the prompt of `request` into the KV cache; returns tokens evaluated.
+
+        Raises Cancelled when `cancel` fires (checked between prompt batches)."""
         ...
 
     def totals(self) -> dict[str, object]:

@@ -6,7 +6,8 @@ import pytest
 
 from speculator.bench import completion_tasks, refactor_tasks, run_task
 from speculator.engine import SpeculativeEngine
-from speculator.types import CompletionRequest
+from speculator.session import CANCEL_CHECK_TOKENS
+from speculator.types import Cancelled, CancelToken, CompletionRequest
 
 REFACTOR_TASKS = ["colorsys.py:rgb_to_hls", "graphlib.py:static_order", "fnmatch.py:filter"]
 COMPLETION_TASKS = 4
@@ -51,3 +52,29 @@ def test_keystroke_reuses_the_cache_and_matches_fresh(engine: SpeculativeEngine)
         engine.shift_reuse = True
     assert fresh.stats.reused_prompt_tokens == 0
     assert cached.text == fresh.text
+
+
+class _CancelAfter(CancelToken):
+    """Fires after the token has been checked `n` times."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.left = n
+
+    @property  # type: ignore[override]
+    def cancelled(self) -> bool:
+        self.left -= 1
+        return self.left < 0
+
+
+def test_a_cancelled_warm_up_keeps_what_it_evaluated(engine: SpeculativeEngine) -> None:
+    task = completion_tasks()[6]
+    req = CompletionRequest(text=task.text, cursor=task.start, max_tokens=12, path="w.py")
+    engine.session.trim(0)
+    with pytest.raises(Cancelled):
+        engine.warm(req, _CancelAfter(2))  # two prompt batches, then cancelled
+    assert len(engine.session.cells) == 2 * CANCEL_CHECK_TOKENS
+    after_cancel = engine.complete(req)
+    assert after_cancel.stats.reused_prompt_tokens == 2 * CANCEL_CHECK_TOKENS
+    engine.session.trim(0)
+    assert after_cancel.text == engine.complete(req).text

@@ -1,6 +1,6 @@
 """PromptLookupDrafter on plain token arrays."""
 
-from speculator.drafters import Draft, PromptLookupDrafter
+from speculator.drafters import Draft, PromptLookupDrafter, whitespace_edit
 
 
 def test_longest_match_continues_the_source() -> None:
@@ -71,3 +71,44 @@ def test_rewritten_history_is_rebuilt() -> None:
     drafter.propose([1, 2, 3, 1], k=1)
     draft = drafter.propose([7, 8, 7], k=1)  # a new request: the old history is gone
     assert draft is not None and draft.tokens == [8]
+
+
+PIECES = {1: b"h", 2: b"*", 3: b"6", 4: b".", 5: b"0", 6: b")", 7: b" *", 8: b" "}
+
+
+def test_drafts_grow_with_the_run_of_accepted_tokens() -> None:
+    source = list(range(100, 200))
+    drafter = PromptLookupDrafter([source])
+    history = [100]
+    sizes = []
+    for _ in range(4):
+        draft = drafter.propose(history, k=64)
+        assert draft is not None
+        sizes.append(len(draft.tokens))
+        drafter.feedback(draft, accepted=len(draft.tokens), correction=None)
+        history += draft.tokens + [history[-1] + len(draft.tokens) + 1]  # the bonus token
+    assert sizes == [4, 8, 24, 60]  # twice the run, until the source ends
+    assert draft is not None and draft.bucket == "lookup:aligned"
+    drafter.feedback(Draft([0], "lookup", "lookup:aligned"), accepted=0, correction=999)
+    assert drafter.run == 0  # a rejection starts small again
+
+
+def test_a_whitespace_insertion_keeps_the_pointer_on_the_source() -> None:
+    # source "h*6.0)" ; the target writes "h * 6.0)": ' *' for '*', then an inserted ' '
+    drafter = PromptLookupDrafter([[1, 2, 3, 4, 5, 6]], token_bytes=PIECES.__getitem__)
+    draft = drafter.propose([1], k=4)
+    assert draft is not None and draft.tokens == [2, 3, 4, 5]
+    drafter.feedback(draft, accepted=0, correction=7)  # ' *' in place of '*': respaced
+    draft = drafter.propose([1, 7], k=4)
+    assert draft is not None and draft.tokens == [3, 4, 5, 6] and draft.bucket == "lookup:resync"
+    drafter.feedback(draft, accepted=0, correction=8)  # ' ' inserted before '6'
+    draft = drafter.propose([1, 7, 8], k=4)
+    assert draft is not None and draft.tokens == [3, 4, 5, 6]  # '6' is still due
+    assert 2 not in drafter.substitutions and 3 not in drafter.substitutions
+
+
+def test_whitespace_edit_classification() -> None:
+    assert whitespace_edit(b"6", b" ") == "insert"
+    assert whitespace_edit(b" ", b"6") == "delete"
+    assert whitespace_edit(b"*", b" *") == "respace"
+    assert whitespace_edit(b"r", b" red") is None

@@ -150,3 +150,17 @@ async def test_idle_warm_runs_after_the_delay(setup) -> None:
     await asyncio.sleep(0.1)
     assert engine.warmed == [2]
     assert scheduler.warms == 1
+
+
+async def test_a_completion_cancels_a_running_warm_up(setup) -> None:
+    scheduler, engine = setup
+    await scheduler.host.get(1)
+    engine.warm_ms = 5000.0  # a cold warm-up of a big file
+    scheduler.schedule_warm("doc", lambda: request(), 0.0)
+    await asyncio.sleep(0.1)  # the warm-up is running on the worker
+    started = time.perf_counter()
+    result = await scheduler.complete("doc", request(), debounce_s=0, wait_s=5)
+    waited = time.perf_counter() - started
+    assert result.text.startswith("x")
+    assert engine.cancelled_warms == 1 and engine.warmed == []
+    assert waited < 2.0  # not behind the 5 s warm-up
