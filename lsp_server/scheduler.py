@@ -210,6 +210,9 @@ class CompletionCache:
     def forget(self, key: str) -> None:
         self._entries.pop(key, None)
 
+    def clear(self) -> None:
+        self._entries.clear()
+
 
 class Scheduler:
     """Per-document debounce and newest-wins on top of the worker."""

@@ -62,6 +62,7 @@ T = TypeVar("T")
 REFACTOR_COMMAND = "groundspec.refactor"
 ACCEPTED_COMMAND = "groundspec.accepted"
 STATS_COMMAND = "groundspec.stats"
+CONFIG_SECTION = "groundspec"  # workspace/configuration section of our settings
 BUILTIN_INSTRUCTIONS = (
     "Add a docstring",
     "Add type annotations",
@@ -201,8 +202,40 @@ class GroundspecServer(LanguageServer):
     def apply_initialization_options(self, data: Any) -> None:
         self.options, problems = apply_overrides(self.options, data, "initializationOptions.")
         self.problems += problems
+        self._apply_limits()
+
+    def apply_settings(self, data: Any) -> list[str]:
+        """Options changed while running (workspace/didChangeConfiguration).
+
+        Everything but the engine section applies at once; the models are not
+        reloaded under a running editor, so engine changes wait for a restart."""
+        options, problems = apply_overrides(self.options, data, "settings.")
+        if options.engine != self.options.engine and self.host.state != "not started":
+            problems.append("settings.engine: takes effect when the server restarts")
+            options = msgspec.structs.replace(options, engine=self.options.engine)
+        index_changed = options.workspace_index != self.options.workspace_index
+        self.options = options
+        self._apply_limits()
+        self.scheduler.cache.clear()  # suggestions made under the old options
+        if index_changed:
+            self._restart_workspace_index()
+        return problems
+
+    def _apply_limits(self) -> None:
         self.documents.max_chars = self.options.max_document_chars
         self.scheduler.cache.max_entries = self.options.cache_entries
+
+    def _restart_workspace_index(self) -> None:
+        """Start or stop the index to follow the `workspaceIndex` option."""
+        if self.workspace_index is not None:
+            self.workspace_index.stop()
+            self.workspace_index = None
+        if self.host.state == "not started":
+            return  # ensure_loading() starts it with the engine
+        self.start_workspace_index()
+        engine, provider = self.host.engine, self.workspace_index
+        if engine is not None:  # engine calls belong on the worker thread
+            self.worker.submit(lambda: engine.set_context_provider(provider))
 
     def ensure_loading(self) -> None:
         """Start loading the models on the worker (once); never blocks."""
@@ -272,6 +305,10 @@ class GroundspecServer(LanguageServer):
         super().report_server_error(error, source)
 
     # -- helpers used by the handlers --------------------------------------------
+
+    def client_supports_configuration(self) -> bool:
+        workspace = self.client_capabilities.workspace
+        return bool(workspace and workspace.configuration)
 
     def client_supports_progress(self) -> bool:
         window = self.client_capabilities.window
@@ -448,6 +485,22 @@ def on_initialized(ls: GroundspecServer, params: types.InitializedParams) -> Non
 
 
 @traced
+async def did_change_configuration(
+    ls: GroundspecServer, params: types.DidChangeConfigurationParams
+) -> None:
+    """Push (settings, or {"groundspec": settings}) or, given nothing, pull."""
+    settings = params.settings
+    if isinstance(settings, dict) and CONFIG_SECTION in settings:
+        settings = settings[CONFIG_SECTION]
+    if not settings and ls.client_supports_configuration():
+        item = types.ConfigurationItem(section=CONFIG_SECTION)
+        pulled = await ls.workspace_configuration_async(types.ConfigurationParams(items=[item]))
+        settings = pulled[0] if pulled else None
+    for problem in ls.apply_settings(settings or {}):
+        ls.show(f"groundspec: {problem}")
+
+
+@traced
 def on_shutdown(ls: GroundspecServer, params: Any) -> None:
     ls.shutdown_requested = True
     ls.worker.stop()  # cancels the decode in progress too
@@ -597,6 +650,7 @@ def create_server(startup: StartupConfig) -> GroundspecServer:
         (types.INITIALIZE, on_initialize, None),
         (types.INITIALIZED, on_initialized, None),
         (types.SHUTDOWN, on_shutdown, None),
+        (types.WORKSPACE_DID_CHANGE_CONFIGURATION, did_change_configuration, None),
         (types.TEXT_DOCUMENT_DID_OPEN, did_open, None),
         (types.TEXT_DOCUMENT_DID_CHANGE, did_change, None),
         (types.TEXT_DOCUMENT_DID_CLOSE, did_close, None),

@@ -71,7 +71,7 @@ def replay(
                 "prompt_ms": result.stats.prompt_ms,
                 "decode_ms": result.stats.decode_ms,
                 "text": result.text,
-                "original": _first_line_matches(result.text, text[at + i :]),
+                "original": _first_line_matches(result.text, region[i:] + base[at:]),
             }
         )
     engine.shift_reuse = True

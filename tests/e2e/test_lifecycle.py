@@ -13,7 +13,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 
-from .conftest import SERVER, server_env
+from .conftest import FAKE_TEXT, SERVER, server_env
 from .helpers import call, inline, open_doc, pos
 
 
@@ -75,6 +75,27 @@ async def test_invalid_options_fall_back_and_are_shown(fresh: LanguageClient) ->
     open_doc(fresh, "file:///o.py")
     result = await inline(fresh, "file:///o.py", pos(2, 11))
     assert result.items[0].insert_text == "fak"  # maxTokens 3 still applied
+    await fresh.shutdown_session()
+
+
+async def test_settings_change_applies_without_a_restart(fresh: LanguageClient) -> None:
+    fresh.set_configuration({"maxTokens": 6}, section="groundspec")  # for pulls
+    await initialize(fresh, {"debounceMs": 0, "idleWarmMs": 0})
+    open_doc(fresh, "file:///s.py")
+    assert (await inline(fresh, "file:///s.py", pos(2, 11))).items[0].insert_text == FAKE_TEXT
+
+    # Push, as VS Code does with a configuration section.
+    settings = {"groundspec": {"maxTokens": 4, "engine": {"nCtx": 1024}, "debounceMs": "x"}}
+    fresh.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=settings))
+    assert (await inline(fresh, "file:///s.py", pos(2, 11))).items[0].insert_text == "fake"
+    shown = [m.message for m in fresh.messages if m.type == types.MessageType.Warning]
+    assert any("engine: takes effect when the server restarts" in m for m in shown)
+    assert any("debounceMs" in m for m in shown)
+
+    # Pull: settings null means "ask me" (workspace/configuration).
+    fresh.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings=None))
+    await call(fresh, "groundspec/stats", {})
+    assert (await inline(fresh, "file:///s.py", pos(2, 11))).items[0].insert_text == "fake_c"
     await fresh.shutdown_session()
 
 

@@ -68,12 +68,26 @@ def test_gitignore_patterns() -> None:
     assert not ignored(rules, "src/gen_a.py")
 
 
-def test_split_lines_cuts_at_top_level_lines() -> None:
+def test_chunks_start_at_definitions() -> None:
     body = "".join(f"def f{i}():\n" + "    x = 1\n" * 9 for i in range(10))  # 10-line defs
     pieces = split_lines(body, target_lines=32)
-    assert [start for start, _ in pieces] == [0, 40, 80]  # first top-level line after 32
+    assert [start for start, _ in pieces] == list(range(0, 100, 10))
     assert "".join(text for _, text in pieces) == body
-    assert all(len(text.splitlines()) <= 48 for _, text in split_lines("x\n" * 500))
+
+
+def test_methods_start_chunks_but_nested_functions_and_decorators_stay() -> None:
+    method = "    @cache\n    def m{i}(self):\n        def inner():\n" + "            y = 2\n" * 6
+    body = 'class K:\n    """Doc."""\n\n' + "".join(method.format(i=i) for i in range(3))
+    starts = [start for start, _ in split_lines(body)]
+    assert starts == [0, 12, 21]  # the class line joins the first method; 9-line methods
+    js = "const a = (\n  x,\n) => {\n" + "  x += 1\n" * 6 + "}\nconst b = async (y) => y\n"
+    assert [start for start, _ in split_lines(js)] == [0, 10]
+
+
+def test_loose_code_is_cut_at_top_level_lines_and_a_hard_limit() -> None:
+    loose = "".join(f"x{i} = [\n" + "    1,\n" * 9 + "]\n" for i in range(6))  # 11-line runs
+    assert [start for start, _ in split_lines(loose, target_lines=32)] == [0, 32, 65]
+    assert all(len(text.splitlines()) <= 64 for _, text in split_lines("x\n" * 500))
 
 
 def test_identifiers_are_distinct_and_skip_short_words() -> None:
@@ -109,7 +123,7 @@ def test_scan_respects_gitignore_size_and_binary(tmp_path: Path) -> None:
 
 def test_caps_bound_files_chunks_and_text(tmp_path: Path) -> None:
     for i in range(20):
-        write(tmp_path, f"m{i:02d}.py", "def f():\n    return 1\n" * 40)  # 2 chunks, 880 chars
+        write(tmp_path, f"m{i:02d}.py", ("def f():\n" + "    return 1\n" * 19) * 2)  # 2 chunks
     for limits, key, cap in (
         (IndexLimits(max_files=5), "files", 5),
         (IndexLimits(max_chunks=7), "chunks", 7),

@@ -6,6 +6,7 @@
 import * as os from "os";
 import * as vscode from "vscode";
 import {
+  DidChangeConfigurationNotification,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -14,7 +15,13 @@ import {
 } from "vscode-languageclient/node";
 
 import { describeLines, refactorArguments, refactorRange } from "./positions";
-import { readSettings, serverCommand, Settings, toInitializationOptions } from "./settings";
+import {
+  needsRestart,
+  readSettings,
+  serverCommand,
+  Settings,
+  toInitializationOptions,
+} from "./settings";
 import { formatStats, ServerStats, statusText } from "./stats";
 
 const LANGUAGES = ["python", "javascript", "typescript", "go", "rust"];
@@ -69,6 +76,20 @@ class Groundspec implements vscode.Disposable {
   async restart(): Promise<void> {
     await this.stop();
     await this.start();
+  }
+
+  /** New settings: restart for a new server or models, else tell the running server. */
+  async settingsChanged(): Promise<void> {
+    const settings = readSettings((key) => vscode.workspace.getConfiguration("groundspec").get(key));
+    if (!this.client?.isRunning() || needsRestart(this.settings, settings)) {
+      await this.restart();
+      return;
+    }
+    this.settings = settings;
+    this.startPolling();
+    await this.client.sendNotification(DidChangeConfigurationNotification.type, {
+      settings: { groundspec: toInitializationOptions(settings) },
+    });
   }
 
   async refactorSelection(): Promise<void> {
@@ -200,7 +221,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("groundspec.restartServer", () => extension.restart()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration("groundspec")) {
-        void extension.restart(); // initializationOptions are only read at startup
+        void extension.settingsChanged();
       }
     }),
   );

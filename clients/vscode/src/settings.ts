@@ -64,6 +64,20 @@ export function readSettings(get: (key: string) => unknown): Settings {
   };
 }
 
+/**
+ * Whether a settings change needs a new server: the server binary and the
+ * models are fixed for its lifetime; everything else is sent to the running
+ * server with workspace/didChangeConfiguration.
+ */
+export function needsRestart(before: Settings, after: Settings): boolean {
+  return (
+    before.serverPath !== after.serverPath ||
+    before.targetModel !== after.targetModel ||
+    before.draftModel !== after.draftModel ||
+    before.nGpuLayers !== after.nGpuLayers
+  );
+}
+
 /** Settings as initializationOptions; unset model settings are left to the server. */
 export function toInitializationOptions(settings: Settings): InitializationOptions {
   const engine: InitializationOptions["engine"] = {};

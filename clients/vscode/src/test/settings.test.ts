@@ -1,7 +1,13 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { DEFAULT_SETTINGS, readSettings, serverCommand, toInitializationOptions } from "../settings";
+import {
+  DEFAULT_SETTINGS,
+  needsRestart,
+  readSettings,
+  serverCommand,
+  toInitializationOptions,
+} from "../settings";
 
 const from = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -61,4 +67,12 @@ test("the server command is <serverPath> serve with ~ expanded", () => {
     args: ["serve"],
   });
   assert.deepEqual(serverCommand(DEFAULT_SETTINGS, "/home/me").command, "groundspec");
+});
+
+test("only server or model changes need a restart; the rest is sent to the running server", () => {
+  const base = readSettings(() => undefined);
+  assert.equal(needsRestart(base, { ...base, maxTokens: 32, debounceMs: 50, speculation: "off" }), false);
+  assert.equal(needsRestart(base, { ...base, targetModel: "/m/other.gguf" }), true);
+  assert.equal(needsRestart(base, { ...base, serverPath: "/opt/groundspec" }), true);
+  assert.equal(needsRestart(base, { ...base, nGpuLayers: 0 }), true);
 });
