@@ -72,7 +72,6 @@ class Session:
         self.cells: list[int] = []
         self.segments: list[tuple[int, tuple[int, ...]]] = []  # (position, tokens) of last sync
         self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.memory))
-        self.cancel: CancelToken | None = None  # set during a cancellable sync
 
     def close(self) -> None:
         if self.ctx is not None:
@@ -103,11 +102,7 @@ class Session:
         # The last token is always evaluated: its logits are the ones we need.
         keep = min(common_prefix(self.cells, prompt), len(prompt) - 1)
         moves = self._plan_moves(segments, keep) if shift_reuse and self.can_shift else []
-        self.cancel = cancel
-        try:
-            logits = self._rebuild(prompt, keep, moves)
-        finally:
-            self.cancel = None
+        logits = self._rebuild(prompt, keep, moves, cancel)
         self.cells = list(prompt)
         self.segments = []
         pos = 0
@@ -142,7 +137,13 @@ class Session:
             new_pos += len(seg)
         return moves
 
-    def _rebuild(self, prompt: list[int], keep: int, moves: list[tuple[int, int, int]]) -> Logits:
+    def _rebuild(
+        self,
+        prompt: list[int],
+        keep: int,
+        moves: list[tuple[int, int, int]],
+        cancel: CancelToken | None,
+    ) -> Logits:
         """Keep the prefix, move the reused chunks, evaluate everything else.
 
         llama.cpp only accepts a batch that continues a sequence right after
@@ -160,12 +161,12 @@ class Session:
             llama_cpp.llama_memory_seq_add(self.memory, 1, old, old + length, new - old)
         pos = keep
         for _old, new, length in moves:
-            self._eval_range(prompt, pos, new)
+            self._eval_range(prompt, pos, new, cancel)
             llama_cpp.llama_memory_seq_cp(self.memory, 1, 0, new, new + length)
             pos = new + length
         if moves:
             self._rm(1, -1, -1)
-        return self._eval_range(prompt, pos, len(prompt))
+        return self._eval_range(prompt, pos, len(prompt), cancel)
 
     def _rm(self, seq: int, p0: int, p1: int) -> None:
         if p1 != -1 and p1 <= p0:
@@ -173,11 +174,13 @@ class Session:
         if not llama_cpp.llama_memory_seq_rm(self.memory, seq, p0, p1):
             raise EngineError("llama.cpp could not trim the KV cache")
 
-    def _eval_range(self, prompt: list[int], start: int, end: int) -> Logits:
+    def _eval_range(
+        self, prompt: list[int], start: int, end: int, cancel: CancelToken | None
+    ) -> Logits:
         """Evaluate prompt[start:end] at its positions; logits of the last token."""
-        step = self.n_batch if self.cancel is None else CANCEL_CHECK_TOKENS
+        step = self.n_batch if cancel is None else CANCEL_CHECK_TOKENS
         for lo in range(start, end, step):
-            if self.cancel is not None and self.cancel.cancelled:
+            if cancel is not None and cancel.cancelled:
                 self._keep_evaluated(prompt, lo)
                 raise Cancelled()
             hi = min(end, lo + step)
