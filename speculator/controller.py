@@ -13,18 +13,24 @@ from __future__ import annotations
 
 import bisect
 
-# Verify cost (ms) by batch size for the default target on the 2-core machine
-# (DESIGN.md). Only a starting point: observe() replaces it with measurements.
-# 64 rows: 1.5x the 32-row batch, as measured on this machine (docs/benchmarks.md).
-DEFAULT_COST_MS = {1: 71.0, 2: 95.0, 4: 157.0, 8: 329.0, 16: 483.0, 32: 748.0, 64: 1130.0}
-DRAFT_SIZES = (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64)
+# Verify cost (ms) by batch size for the default target on the 2-core machine,
+# measured with llama-cpp-python 0.3.36 (docs/bench-drafting.md). Only the
+# shape matters: observe_cost() rescales it to what this machine measures.
+# A batch of a multiple of 8 rows is cheaper than one row more or less (the
+# CPU matmul kernels work on 8-row tiles): 16 rows cost 221 ms, 15 rows 271.
+DEFAULT_COST_MS = {1: 33.1, 2: 58.7, 3: 80.1, 4: 99.2, 8: 168.7, 9: 206.6, 16: 221.0,
+                   17: 264.9, 24: 332.4, 25: 355.4, 32: 396.7, 33: 426.3, 48: 594.9,
+                   49: 620.8, 64: 738.2, 65: 736.3}  # fmt: skip
+# Draft lengths tried: k drafts make a batch of k + 1 rows, a multiple of 8 past 4.
+DRAFT_SIZES = (1, 2, 3, 7, 15, 23, 31, 47, 63)
 DRAFT_TOKEN_MS = 27.0  # one draft-model token on the 2-core machine (DESIGN.md)
 
 # Starting points, replaced by what is measured. Completions are short and
 # often new code, so a wrong long draft costs more than it can win; a
 # refactor mostly copies its selection, so lookup drafts start trusted.
 REFACTOR_PRIORS = {"lookup:0": 0.4, "lookup:1": 0.5, "lookup:2": 0.7, "lookup:3": 0.8,
-                   "lookup:4": 0.85, "lookup:resync": 0.8, "lookup:aligned": 0.95,
+                   "lookup:4": 0.85, "lookup:resync": 0.8, "lookup:rename": 0.9,
+                   "lookup:aligned": 0.95,
                    "draft": 0.6}  # fmt: skip
 PRIOR_ACCEPTANCE = {
     "lookup:0": 0.2,
@@ -33,10 +39,14 @@ PRIOR_ACCEPTANCE = {
     "lookup:3": 0.55,
     "lookup:4": 0.65,
     "lookup:resync": 0.6,
+    "lookup:rename": 0.7,
     "lookup:aligned": 0.85,
     "draft": 0.5,
 }
-PRIOR_WEIGHT = 4.0  # prior counts as this many observed tokens
+PRIOR_WEIGHT = 4.0  # the first-token prior counts as this many observed drafts
+# The continuation prior counts as this many tokens: a round verifies up to 63
+# of them, so one early failure must not shut long drafts out for good.
+CONTINUATION_WEIGHT = 16.0
 DECAY = 0.98  # per observed round: recent behaviour matters more
 
 
@@ -50,16 +60,19 @@ class Controller:
         self.priors = priors or PRIOR_ACCEPTANCE
         self.cost_ms = dict(cost_ms or DEFAULT_COST_MS)
         self.max_draft = max_draft
-        self._hits: dict[str, float] = {}
+        # Per bucket: decayed [first hits, first trials, next hits, next trials].
+        self._counts: dict[str, list[float]] = {}
         self._global_scale = 1.0  # measured / tabled cost, all batch sizes
         self._scale: dict[int, float] = {}  # the same, per tabled batch size
-        self._trials: dict[str, float] = {}
 
-    def acceptance(self, bucket: str) -> float:
-        prior = self.priors.get(bucket, 0.5)
-        hits = self._hits.get(bucket, 0.0) + prior * PRIOR_WEIGHT
-        trials = self._trials.get(bucket, 0.0) + PRIOR_WEIGHT
-        return min(0.995, hits / trials)
+    def rates(self, bucket: str) -> tuple[float, float]:
+        """(P(first draft token accepted), P(next accepted | the one before was))."""
+        first = self.priors.get(bucket, 0.5)
+        prior = (first, (1.0 + first) / 2)
+        f_hits, f_trials, n_hits, n_trials = self._counts.get(bucket, [0.0] * 4)
+        a1 = (f_hits + prior[0] * PRIOR_WEIGHT) / (f_trials + PRIOR_WEIGHT)
+        a2 = (n_hits + prior[1] * CONTINUATION_WEIGHT) / (n_trials + CONTINUATION_WEIGHT)
+        return min(0.995, a1), min(0.995, a2)
 
     def cost(self, rows: int) -> float:
         """Expected verify ms for a batch: the tabled shape times the measured scale."""
@@ -74,26 +87,40 @@ class Controller:
 
         extra_cost_ms is what producing each draft token costs (0 for lookup).
         """
-        a = self.acceptance(bucket)
+        a1, a2 = self.rates(bucket)
         best_k, best_rate = 0, 1.0 / self.cost(1)
-        expected = 0.0
+        run = 0.0  # expected accepted drafts after the first: 1 + a2 + ... + a2^(k-1)
         term = 1.0
         for k in range(1, min(available, self.max_draft) + 1):
-            term *= a
-            expected += term
+            run += term
+            term *= a2
             if k not in DRAFT_SIZES and k != available:
                 continue
-            rate = (1.0 + expected) / (self.cost(k + 1) + extra_cost_ms * k)
+            rate = (1.0 + a1 * run) / (self.cost(k + 1) + extra_cost_ms * k)
             if rate > best_rate:
                 best_k, best_rate = k, rate
         return best_k
 
     def observe_acceptance(self, bucket: str, drafted: int, accepted: int) -> None:
-        """Geometric model: `accepted` successes, then one failure if any was rejected."""
-        for store in (self._hits, self._trials):
-            store[bucket] = store.get(bucket, 0.0) * DECAY
-        self._hits[bucket] = self._hits.get(bucket, 0.0) + accepted
-        self._trials[bucket] = self._trials.get(bucket, 0.0) + accepted + (accepted < drafted)
+        """The first token either was accepted or not; then `accepted - 1`
+        continuations succeeded, and one failed if the draft was cut short."""
+        counts = self._decayed(bucket)
+        counts[0] += accepted > 0
+        counts[1] += 1
+        if accepted > 0:
+            counts[2] += accepted - 1
+            counts[3] += accepted - 1 + (accepted < drafted)
+
+    def declined(self, bucket: str) -> None:
+        """A draft of this bucket was not worth verifying. Forget a little, so
+        a bucket judged on a bad stretch is tried again after a while rather
+        than never (without trials there would be nothing to learn from)."""
+        self._decayed(bucket)
+
+    def _decayed(self, bucket: str) -> list[float]:
+        counts = self._counts.setdefault(bucket, [0.0] * 4)
+        counts[:] = [c * DECAY for c in counts]
+        return counts
 
     def observe_cost(self, rows: int, ms: float) -> None:
         """Fold a measured verify time into the global and the per-size scale."""

@@ -212,6 +212,7 @@ class Decoder:
             if k > 0:
                 draft.tokens = draft.tokens[:k]
                 return draft
+            self.controller.declined(draft.bucket)
         return None
 
     def _verify(

@@ -7,6 +7,7 @@ DraftModelDrafter wraps a small model with its own KV-cached session.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -18,7 +19,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEPARATOR = -1  # between corpus sources: a continuation never crosses it
-MIN_CAP = 4  # the longest lookup draft before any has been accepted
+MIN_CAP = 15  # the longest lookup draft before any has been accepted (16 rows)
 ALIGNED_RUN = 8  # accepted tokens in a row before a match counts as "aligned"
 
 
@@ -62,11 +63,20 @@ class PromptLookupDrafter:
         max_ngram: int = 6,
         min_ngram: int = 1,
         token_bytes: Callable[[int], bytes] | None = None,
+        tokenize: Callable[[str], list[int]] | None = None,
     ):
         # Without token texts, tokens are opaque words (unit tests on int arrays).
-        self.token_bytes = token_bytes or (lambda token: b"w%d" % token)
+        self.token_bytes = token_bytes or (lambda token: b" w%d" % token)
+        self.tokenize = tokenize  # None: no renamed copy of the source (see _learn_rename)
         # Learned renames: source token -> the token the target wrote instead.
         self.substitutions: dict[int, int] = {}
+        # Learned renames as whole words, for the renamed copy of the source.
+        self.renames: dict[str, str] = {}
+        # (text before the renamed piece, old word, history index of the new word)
+        self._pending_rename: tuple[str, str, int] | None = None
+        self._sources = [list(source) for source in sources]
+        self._source_end = 0  # corpus length of the sources (the renamed copy follows)
+        self._prompt_len: int | None = None  # history length at the first proposal
         self.max_ngram = max_ngram
         self.min_ngram = min_ngram
         self.corpus: list[int] = []
@@ -74,12 +84,15 @@ class PromptLookupDrafter:
         self.history_start = 0
         self.expected: int | None = None  # where we think the output is in the corpus
         self.run = 0  # drafted tokens accepted in a row since the last rejection
-        self.resync = False  # the last rejection was a whitespace edit: trust `expected`
+        self.resync = False  # the last rejection was a known edit: trust `expected`
+        self._resync_bucket = "lookup:resync"  # or "lookup:rename" after a learned rename
         self._last_start = 0
-        for source in sources:
-            self._extend(list(source))
+        self._proposed_at = 0  # history length at the last proposal
+        self._next_len: int | None = None  # history length `expected` was set for
+        for source in self._sources:
+            self._extend(source)
             self._extend([SEPARATOR])
-        self.history_start = len(self.corpus)
+        self._source_end = self.history_start = len(self.corpus)
 
     def _extend(self, tokens: list[int]) -> None:
         for tok in tokens:
@@ -114,12 +127,18 @@ class PromptLookupDrafter:
     def propose(self, history: Sequence[int], k: int) -> Draft | None:
         if k <= 0 or not history:
             return None
+        if self._prompt_len is None:
+            self._prompt_len = len(history) - 1  # the last token was just decoded
         self._sync_history(history)
+        self._follow_plain_tokens(history)
+        self._finish_rename(history)
+        self._proposed_at = len(history)
         # Slow start: a long draft only after the source has been followed for a while.
         k = min(k, max(MIN_CAP, 2 * self.run))
         end_of_history = len(self.corpus)
         if self.resync and self.expected is not None and self.expected < end_of_history:
-            draft = self._draft_from(self.expected, k, "lookup:resync")
+            bucket = "lookup:aligned" if self.run >= ALIGNED_RUN else self._resync_bucket
+            draft = self._draft_from(self.expected, k, bucket)
             if draft is not None:
                 return draft
         for n in range(min(self.max_ngram, len(history)), self.min_ngram - 1, -1):
@@ -137,6 +156,22 @@ class PromptLookupDrafter:
             # No n-gram matches (e.g. a renamed identifier): keep walking the source.
             return self._draft_from(self.expected, k, "lookup:0")
         return None
+
+    def _follow_plain_tokens(self, history: Sequence[int]) -> None:
+        """Move `expected` over tokens decoded without a draft since the last
+        feedback (rounds where no draft was worth verifying), while they still
+        match the source; a mismatch ends a whitespace resync."""
+        if self._next_len is None or self.expected is None or len(history) <= self._next_len:
+            return
+        for tok in history[self._next_len :]:
+            if self.expected < len(self.corpus) and self.corpus[self.expected] == tok:
+                self.expected += 1
+                self.run += 1  # the target is following the source: trust it more
+            else:
+                self.resync = False
+                self.run = 0
+                break
+        self._next_len = len(history)
 
     def _draft_from(self, start: int, k: int, bucket: str) -> Draft | None:
         tokens = self._continuation(start, k)
@@ -161,6 +196,7 @@ class PromptLookupDrafter:
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
         rejected_at = self._last_start + accepted
         self.resync = False
+        self._next_len = self._proposed_at + accepted + 1
         if correction is None:  # all taken; the target's next token follows them
             self.run += accepted
             self.expected = rejected_at + 1
@@ -171,6 +207,7 @@ class PromptLookupDrafter:
             return
         source = self.corpus[rejected_at]
         edit = whitespace_edit(self.token_bytes(source), self.token_bytes(correction))
+        self._resync_bucket = "lookup:resync"
         if edit == "insert":  # e.g. ' ' before '6': the source token is still due
             self.expected, self.resync = rejected_at, True
         elif edit == "delete":  # the target skipped a blank token of the source
@@ -181,8 +218,146 @@ class PromptLookupDrafter:
             self.resync = True
         elif source in self.substitutions:
             del self.substitutions[source]  # the learned rename was wrong here
-        elif _is_word(self.token_bytes(source)) and _is_word(self.token_bytes(correction)):
+        elif (
+            _is_word(self.token_bytes(source))
+            and _is_word(self.token_bytes(correction))
+            and self._ends_word(rejected_at)
+        ):
+            # A renamed word (or its last piece): the source goes on in step after it.
             self.substitutions[source] = correction
+            self.resync, self._resync_bucket = True, "lookup:rename"
+        self._start_rename(rejected_at, correction)
+
+    # -- whole-word renames ----------------------------------------------------
+    #
+    # Token-level substitutions miss a renamed word wherever the tokenizer
+    # merges it with its neighbours ('(r' -> '(red', 'newlevel'): so once the
+    # target has written a whole new word where the source has another, the
+    # source text is renamed, re-tokenized and matched as one more source.
+
+    def _start_rename(self, rejected_at: int, correction: int) -> None:
+        """Remember the source word at a rejection; the target's word is complete later."""
+        self._pending_rename = None
+        if self.tokenize is None or self._next_len is None:
+            return
+        source, written = self._text(self.corpus[rejected_at]), self._text(correction)
+        lead = _lead(source)
+        if lead != _lead(written) or not _WORD_PREFIX.match(written, len(lead)):
+            return  # not a word written where the source has a word
+        found = self._word_at(rejected_at)
+        if found:
+            prefix, old = found
+            self._pending_rename = (prefix, old, self._next_len - 1)
+
+    def _finish_rename(self, history: Sequence[int]) -> None:
+        if self._pending_rename is None:
+            return
+        prefix, old, at = self._pending_rename
+        written = "".join(self._text(t) for t in history[at : at + 8])
+        match = _WORD_PREFIX.match(written, len(_lead(written)))
+        if match is None or match.end() == len(written):
+            if len(history) - at > 8:
+                self._pending_rename = None  # no word, or one too long to be a rename
+            return  # the word may go on: wait for the next token
+        self._pending_rename = None
+        new = prefix + match.group()
+        if new != old and _WORD.fullmatch(new) and self.renames.get(old) != new:
+            self.renames[old] = new
+            self._rebuild_renamed(history)
+
+    def _word_at(self, position: int) -> tuple[str, str] | None:
+        """(the part before this token, the whole identifier) for the identifier
+        that the token at `position` starts or goes on with."""
+        text = self._text(self.corpus[position])
+        lead = _lead(text)
+        prefix = ""
+        i = position - 1
+        while not lead and i >= 0 and self.corpus[i] != SEPARATOR:
+            tail = _WORD_TAIL.search(self._text(self.corpus[i]))
+            if tail is None:
+                break
+            prefix = tail.group() + prefix
+            if tail.start() > 0:
+                break
+            i -= 1
+        word = prefix + text[len(lead) :]
+        for tok in self.corpus[position + 1 : position + 8]:
+            piece = self._text(tok) if tok != SEPARATOR else " "
+            cont = _WORD_PREFIX.match(piece)
+            word += cont.group() if cont else ""
+            if not cont or cont.end() < len(piece):
+                break
+        return (prefix, word) if _WORD.fullmatch(word) else None
+
+    def _ends_word(self, position: int) -> bool:
+        """Whether the token at `position` is the end of its identifier."""
+        found = self._word_at(position)
+        return (
+            found is not None and found[1] == found[0] + self._text(self.corpus[position]).strip()
+        )
+
+    def _rebuild_renamed(self, history: Sequence[int]) -> None:
+        """Replace the renamed copy of the sources and the prompt; keep pointers."""
+        assert self.tokenize is not None
+        prompt = list(history[: self._prompt_len or 0])
+        text = "".join(self._text(t) for src in self._sources + [prompt] for t in src)
+        pattern = re.compile(r"\b(" + "|".join(map(re.escape, self.renames)) + r")\b")
+        renamed = self.tokenize(pattern.sub(lambda m: self.renames[m.group()], text))
+        # Where `expected` points, as a character offset in the renamed text.
+        at = self._char_offset(self.expected, prompt)
+        if at is not None:
+            at += sum(
+                len(self.renames[m.group()]) - len(m.group()) for m in pattern.finditer(text, 0, at)
+            )
+        old_start = self.history_start
+        self._truncate(self._source_end)
+        self._extend(renamed + [SEPARATOR])
+        self.history_start = len(self.corpus)
+        shift = self.history_start - old_start
+        if self.expected is not None and self.expected >= old_start:
+            self.expected += shift
+        if self._last_start >= old_start:
+            self._last_start += shift
+        if at is not None:  # follow the renamed copy from here on
+            self.expected = self._source_end + self._token_at(renamed, at)
+        self._extend(list(history))
+
+    def _char_offset(self, position: int | None, prompt: list[int]) -> int | None:
+        """`position` (in the sources or the prompt) as an offset in their joined text."""
+        if position is None:
+            return None
+        sources = [t for t in self.corpus[: self._source_end] if t != SEPARATOR]
+        if position < self._source_end:
+            skipped = self.corpus[:position].count(SEPARATOR)
+            tokens = sources[: position - skipped]
+        elif self.history_start <= position < self.history_start + len(prompt):
+            tokens = sources + prompt[: position - self.history_start]
+        else:
+            return None
+        return sum(len(self._text(t)) for t in tokens)
+
+    def _token_at(self, tokens: list[int], offset: int) -> int:
+        """Index of the first token starting at or after a character offset."""
+        chars = 0
+        for i, tok in enumerate(tokens):
+            if chars >= offset:
+                return i
+            chars += len(self._text(tok))
+        return len(tokens)
+
+    def _text(self, token: int) -> str:
+        return self.token_bytes(token).decode("utf-8", errors="ignore")
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD_PREFIX = re.compile(r"[A-Za-z0-9_]+")
+_WORD_TAIL = re.compile(r"[A-Za-z0-9_]+$")
+
+
+def _lead(text: str) -> str:
+    """What a token has before its first letter, digit or underscore: ' (' of ' (r'."""
+    match = re.match(r"[^A-Za-z0-9_]*", text)
+    return match.group() if match else ""
 
 
 def whitespace_edit(source: bytes, written: bytes) -> str | None:

@@ -56,6 +56,9 @@ class SpeculativeEngine:
         self._totals = Totals()
         self._provider: ContextProvider | None = None
         self._window_starts: dict[str, int] = {}
+        # (prompt tokens, generated tokens) of the last generation: the bench
+        # re-evaluates a divergence from it to measure the logit margin.
+        self.last_trace: tuple[list[int], list[int]] = ([], [])
 
     @classmethod
     def load(
@@ -227,10 +230,12 @@ class SpeculativeEngine:
             min_draft=0 if speculation == "auto" else 1,
         )
         try:
-            return decoder.run(logits, max_tokens or request.max_tokens, stop, cancel)
+            outcome = decoder.run(logits, max_tokens or request.max_tokens, stop, cancel)
         except Cancelled:
             self._totals.record_cancelled()
             raise
+        self.last_trace = (prompt, list(outcome.tokens))
+        return outcome
 
     def _drafters(
         self,
@@ -240,7 +245,9 @@ class SpeculativeEngine:
         controller: Controller,
     ) -> list[Drafter]:
         """Cheapest first. `auto` uses the draft model only once it has paid off."""
-        lookup = PromptLookupDrafter(corpus, token_bytes=self.target.token_bytes)
+        lookup = PromptLookupDrafter(
+            corpus, token_bytes=self.target.token_bytes, tokenize=self.target.tokenize
+        )
         model = DraftModelDrafter(self.draft_session, prompt) if self.draft_session else None
         if speculation == "off":
             return []

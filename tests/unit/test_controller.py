@@ -1,4 +1,4 @@
-from speculator.controller import Controller
+from speculator.controller import REFACTOR_PRIORS, Controller
 
 
 def test_no_draft_when_acceptance_is_poor() -> None:
@@ -35,3 +35,33 @@ def test_draft_never_longer_than_available() -> None:
     for _ in range(30):
         c.observe_acceptance("lookup:aligned", drafted=8, accepted=8)
     assert c.draft_length("lookup:aligned", 3) <= 3
+
+
+def test_first_token_and_continuation_are_learned_apart() -> None:
+    # Half the drafts fail at once, the other half run to the end: long drafts
+    # pay, though a single per-token rate (0.5 on the first) would say no.
+    c = Controller()
+    for _ in range(20):
+        c.observe_acceptance("lookup:3", drafted=15, accepted=0)
+        c.observe_acceptance("lookup:3", drafted=15, accepted=15)
+    first, after = c.rates("lookup:3")
+    assert 0.4 < first < 0.6 and after > 0.95
+    assert c.draft_length("lookup:3", 63) >= 15
+
+
+def test_a_declined_bucket_is_tried_again_after_a_while() -> None:
+    c = Controller(priors=REFACTOR_PRIORS)
+    assert c.draft_length("lookup:3", 63) > 0
+    for _ in range(10):
+        c.observe_acceptance("lookup:3", drafted=15, accepted=0)
+    assert c.draft_length("lookup:3", 63) == 0
+    for _ in range(200):  # rounds where it was not worth verifying
+        c.declined("lookup:3")
+    assert c.draft_length("lookup:3", 63) > 0
+
+
+def test_draft_lengths_fill_batches_of_eight_rows() -> None:
+    c = Controller(max_draft=64)
+    for _ in range(30):
+        c.observe_acceptance("lookup:aligned", drafted=63, accepted=63)
+    assert (c.draft_length("lookup:aligned", 100) + 1) % 8 == 0

@@ -45,13 +45,35 @@ def test_no_match_gives_no_draft() -> None:
 
 def test_alignment_follows_the_source_after_a_rejection() -> None:
     source = [10, 11, 12, 13, 14, 15]
-    drafter = PromptLookupDrafter([source])
+    drafter = PromptLookupDrafter([source], token_bytes=lambda t: b"+" if t == 99 else b" w")
     first = drafter.propose([10], k=3)
     assert first is not None and first.tokens == [11, 12, 13]
-    drafter.feedback(first, accepted=1, correction=99)  # target wrote 99 instead of 12
+    drafter.feedback(first, accepted=1, correction=99)  # target wrote '+' instead of 12
     second = drafter.propose([10, 11, 99], k=2)  # 99 is nowhere: keep walking the source
     assert second is not None and second.tokens == [13, 14]
     assert second.bucket == "lookup:0"
+
+
+def test_a_renamed_word_keeps_the_pointer_in_step() -> None:
+    drafter = PromptLookupDrafter([[10, 11, 12, 13, 14, 15]])  # opaque words
+    first = drafter.propose([10], k=3)
+    assert first is not None
+    drafter.feedback(first, accepted=1, correction=99)  # 99 written for the word 12
+    second = drafter.propose([10, 11, 99], k=2)
+    assert second is not None and second.tokens == [13, 14]
+    assert second.bucket == "lookup:rename"
+
+
+def test_tokens_decoded_without_a_draft_move_the_pointer() -> None:
+    source = [10, 11, 12, 13, 14, 15, 16]
+    drafter = PromptLookupDrafter([source], token_bytes=lambda t: b"+" if t == 99 else b" w")
+    first = drafter.propose([10], k=2)
+    assert first is not None
+    drafter.feedback(first, accepted=0, correction=99)  # '+' in place of 11: an edit
+    # Two rounds decoded 12 and 13 plainly (no draft was worth it), then:
+    draft = drafter.propose([10, 99, 12, 13], k=2)
+    assert draft is not None and draft.tokens == [14, 15]
+    assert drafter.expected == source.index(14) and drafter.run == 2
 
 
 def test_learned_rename_is_applied_and_dropped_when_wrong() -> None:
@@ -81,13 +103,13 @@ def test_drafts_grow_with_the_run_of_accepted_tokens() -> None:
     drafter = PromptLookupDrafter([source])
     history = [100]
     sizes = []
-    for _ in range(4):
+    for _ in range(3):
         draft = drafter.propose(history, k=64)
         assert draft is not None
         sizes.append(len(draft.tokens))
         drafter.feedback(draft, accepted=len(draft.tokens), correction=None)
         history += draft.tokens + [history[-1] + len(draft.tokens) + 1]  # the bonus token
-    assert sizes == [4, 8, 24, 60]  # twice the run, until the source ends
+    assert sizes == [15, 30, 52]  # twice the run, until the source ends
     assert draft is not None and draft.bucket == "lookup:aligned"
     drafter.feedback(Draft([0], "lookup", "lookup:aligned"), accepted=0, correction=999)
     assert drafter.run == 0  # a rejection starts small again
@@ -112,3 +134,40 @@ def test_whitespace_edit_classification() -> None:
     assert whitespace_edit(b" ", b"6") == "delete"
     assert whitespace_edit(b"*", b" *") == "respace"
     assert whitespace_edit(b"r", b" red") is None
+
+
+# A toy vocabulary where the tokenizer merges '(' with the word after it.
+VOCAB = ["def", " f", "(r", "(red", ",", " g", "):", "\n", " return", ")", " r", " red"]
+
+
+def _piece(token: int) -> bytes:
+    return VOCAB[token].encode()
+
+
+def _tokenize(text: str) -> list[int]:
+    out = []
+    while text:
+        token = max(
+            (i for i, v in enumerate(VOCAB) if text.startswith(v)), key=lambda i: len(VOCAB[i])
+        )
+        out.append(token)
+        text = text[len(VOCAB[token]) :]
+    return out
+
+
+def test_a_rename_is_learned_as_a_word_and_applied_to_merged_tokens() -> None:
+    prompt = _tokenize("def f(r, g):\n return f(r, g)")
+    output = _tokenize("def f(red, g):\n return f(red, g)")
+    drafter = PromptLookupDrafter([], token_bytes=_piece, tokenize=_tokenize)
+    history = prompt + output[:1]
+    first = drafter.propose(history, k=8)
+    assert first is not None and first.tokens[:2] == _tokenize(" f(r")
+    drafter.feedback(first, accepted=1, correction=VOCAB.index("(red"))
+    history = prompt + output[:3]  # 'def f(red'
+    second = drafter.propose(history, k=3)
+    assert second is not None and second.tokens == _tokenize(", g):")
+    drafter.feedback(second, accepted=3, correction=None)
+    history = prompt + output[:7]  # the bonus token '\n' too: 'red' is a whole word now
+    third = drafter.propose(history, k=4)
+    assert drafter.renames == {"r": "red"}
+    assert third is not None and third.tokens == _tokenize(" return f(red,")
