@@ -76,6 +76,8 @@ class Run:
     text: str
     stats: Stats
     seconds: float = 0.0
+    prompt: list[int] = field(default_factory=list)  # tokens, for explaining a divergence
+    tokens: list[int] = field(default_factory=list)
 
     @property
     def tokens_per_s(self) -> float:
@@ -87,6 +89,7 @@ class Run:
 class Report:
     runs: list[Run] = field(default_factory=list)
     peer: list[dict[str, object]] = field(default_factory=list)
+    margins: dict[tuple[str, str], str] = field(default_factory=dict)  # (task, mode) -> note
 
 
 def _definition_span(text: str, path: str, name: str) -> tuple[int, int]:
@@ -178,7 +181,9 @@ def run_task(engine: Engine, task: Task, mode: Speculation) -> Run:
         )
         refactored = engine.refactor(rreq)
         text, stats = refactored.new_text, refactored.stats
-    return Run(task.name, task.kind, mode, text, stats, time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    prompt, tokens = getattr(engine, "last_trace", ([], []))
+    return Run(task.name, task.kind, mode, text, stats, seconds, list(prompt), list(tokens))
 
 
 def run_peer(config: EngineConfig, tasks: list[Task]) -> list[dict[str, object]]:
@@ -331,8 +336,39 @@ def _divergences(report: Report) -> list[str]:
             out.append(
                 f"- {r.kind} `{r.task}` mode `{r.mode}`: differs at character {at} "
                 f"({ref[max(0, at - 20) : at + 20]!r} vs {r.text[max(0, at - 20) : at + 20]!r})"
+                + (
+                    f"; {report.margins[(r.task, r.mode)]}"
+                    if (r.task, r.mode) in report.margins
+                    else ""
+                )
             )
     return out
+
+
+def explain_divergences(engine: Engine, report: Report) -> None:
+    """Re-evaluate the target where each divergent run first chose another token.
+
+    The prefix (prompt + the tokens both runs agree on) is evaluated afresh in
+    one batch; the logits of the two competing tokens show whether it is a
+    floating-point near-tie (a gap of a few hundredths) or a real difference."""
+    session = getattr(engine, "session", None)
+    if session is None:
+        return
+    base = {(r.task, r.kind): r for r in report.runs if r.mode == "off"}
+    for r in report.runs:
+        ref = base.get((r.task, r.kind))
+        if r.mode == "off" or ref is None or ref.text == r.text or ref.prompt != r.prompt:
+            continue
+        i = next((i for i, (a, b) in enumerate(zip(ref.tokens, r.tokens)) if a != b), None)
+        if i is None:
+            report.margins[(r.task, r.mode)] = "same tokens, cut differently"
+            continue
+        _, logits = session.sync([ref.prompt + ref.tokens[:i]])
+        a, b = float(logits[ref.tokens[i]]), float(logits[r.tokens[i]])
+        report.margins[(r.task, r.mode)] = (
+            f"at token {i} `off` chose {ref.tokens[i]} (logit {a:.3f}) and this mode "
+            f"{r.tokens[i]} (logit {b:.3f}): a gap of {abs(a - b):.3f}"
+        )
 
 
 def _peak_rss_mb() -> float:
@@ -365,6 +401,7 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
             run = run_task(engine, task, mode)  # type: ignore[arg-type]
             report.runs.append(run)
             log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
+    explain_divergences(engine, report)
     if "peer" in modes:
         getattr(engine, "close", lambda: None)()  # free the models before the peer loads its own
         try:
@@ -377,7 +414,10 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
     if args.output:
         Path(args.output).write_text(text)
     if args.json:
-        runs = [{**r.__dict__, "stats": msgspec.to_builtins(r.stats)} for r in report.runs]
+        runs = [
+            {**r.__dict__, "stats": msgspec.to_builtins(r.stats), "prompt": len(r.prompt)}
+            for r in report.runs
+        ]
         print(json.dumps({"summary": summary, "runs": runs, "peer": report.peer}))
     else:
         print(text)
