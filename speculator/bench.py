@@ -21,6 +21,7 @@ from pathlib import Path
 import msgspec
 
 from .config import EngineConfig
+from .drafters import common_prefix
 from .grounding import Grounding
 from .languages import language_id_for_path
 from .types import CompletionRequest, Engine, RefactorRequest, Speculation, Stats
@@ -359,9 +360,9 @@ def explain_divergences(engine: Engine, report: Report) -> None:
         ref = base.get((r.task, r.kind))
         if r.mode == "off" or ref is None or ref.text == r.text or ref.prompt != r.prompt:
             continue
-        i = next((i for i, (a, b) in enumerate(zip(ref.tokens, r.tokens)) if a != b), None)
-        if i is None:
-            report.margins[(r.task, r.mode)] = "same tokens, cut differently"
+        i = common_prefix(ref.tokens, r.tokens)
+        if i >= min(len(ref.tokens), len(r.tokens)):
+            report.margins[(r.task, r.mode)] = f"the same first {i} tokens, cut differently"
             continue
         _, logits = session.sync([ref.prompt + ref.tokens[:i]])
         a, b = float(logits[ref.tokens[i]]), float(logits[r.tokens[i]])
