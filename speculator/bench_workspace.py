@@ -162,6 +162,20 @@ def report(rows: list[Row]) -> str:
             f"| {variant} | {len(mine)} | {first}/{len(mine)} | {whole}/{len(mine)} | "
             f"{statistics.median(speedups) if speedups else 0:.2f} | {acc} |"
         )
+    lines += [
+        "",
+        "Per task (`off` first line, `auto` speedup over `off`, drafted / accepted tokens):",
+        "",
+        "| task | index | first line exact | auto speedup | drafted | accepted |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        exact = _first_line(r.off.text) == _first_line(r.expected)
+        speedup = _rate(r.auto) / _rate(r.off) if _rate(r.off) > 0 else 0.0
+        lines.append(
+            f"| {r.task} | {r.variant} | {'yes' if exact else 'no'} | {speedup:.2f} | "
+            f"{r.auto.stats.drafted_tokens} | {r.auto.stats.accepted_tokens} |"
+        )
     lines += ["", f"Peak RSS: {_peak_rss_mb():.0f} MB.", ""]
     return "\n".join(lines)
 
