@@ -68,10 +68,10 @@ class Controller:
     def rates(self, bucket: str) -> tuple[float, float]:
         """(P(first draft token accepted), P(next accepted | the one before was))."""
         first = self.priors.get(bucket, 0.5)
-        prior = (first, (1.0 + first) / 2)
+        after = (1.0 + first) / 2  # a draft that starts right tends to go on right
         f_hits, f_trials, n_hits, n_trials = self._counts.get(bucket, [0.0] * 4)
-        a1 = (f_hits + prior[0] * PRIOR_WEIGHT) / (f_trials + PRIOR_WEIGHT)
-        a2 = (n_hits + prior[1] * CONTINUATION_WEIGHT) / (n_trials + CONTINUATION_WEIGHT)
+        a1 = (f_hits + first * PRIOR_WEIGHT) / (f_trials + PRIOR_WEIGHT)
+        a2 = (n_hits + after * CONTINUATION_WEIGHT) / (n_trials + CONTINUATION_WEIGHT)
         return min(0.995, a1), min(0.995, a2)
 
     def cost(self, rows: int) -> float:

@@ -67,7 +67,7 @@ class PromptLookupDrafter:
     ):
         # Without token texts, tokens are opaque words (unit tests on int arrays).
         self.token_bytes = token_bytes or (lambda token: b" w%d" % token)
-        self.tokenize = tokenize  # None: no renamed copy of the source (see _learn_rename)
+        self.tokenize = tokenize  # None: no renamed copy of the source (see _start_rename)
         # Learned renames: source token -> the token the target wrote instead.
         self.substitutions: dict[int, int] = {}
         # Learned renames as whole words, for the renamed copy of the source.
@@ -196,7 +196,8 @@ class PromptLookupDrafter:
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
         rejected_at = self._last_start + accepted
         self.resync = False
-        self._next_len = self._proposed_at + accepted + 1
+        # The history will end with the correction (or bonus) token: index next_len - 1.
+        next_len = self._next_len = self._proposed_at + accepted + 1
         if correction is None:  # all taken; the target's next token follows them
             self.run += accepted
             self.expected = rejected_at + 1
@@ -226,7 +227,7 @@ class PromptLookupDrafter:
             # A renamed word (or its last piece): the source goes on in step after it.
             self.substitutions[source] = correction
             self.resync, self._resync_bucket = True, "lookup:rename"
-        self._start_rename(rejected_at, correction)
+        self._start_rename(rejected_at, correction, next_len - 1)
 
     # -- whole-word renames ----------------------------------------------------
     #
@@ -235,10 +236,11 @@ class PromptLookupDrafter:
     # target has written a whole new word where the source has another, the
     # source text is renamed, re-tokenized and matched as one more source.
 
-    def _start_rename(self, rejected_at: int, correction: int) -> None:
-        """Remember the source word at a rejection; the target's word is complete later."""
+    def _start_rename(self, rejected_at: int, correction: int, written_at: int) -> None:
+        """Remember the source word at a rejection; the target's word, which
+        starts at history index `written_at`, is complete later."""
         self._pending_rename = None
-        if self.tokenize is None or self._next_len is None:
+        if self.tokenize is None:
             return
         source, written = self._text(self.corpus[rejected_at]), self._text(correction)
         lead = _lead(source)
@@ -247,7 +249,7 @@ class PromptLookupDrafter:
         found = self._word_at(rejected_at)
         if found:
             prefix, old = found
-            self._pending_rename = (prefix, old, self._next_len - 1)
+            self._pending_rename = (prefix, old, written_at)
 
     def _finish_rename(self, history: Sequence[int]) -> None:
         if self._pending_rename is None:
