@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from contract import STATS_KEYS
 from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from .conftest import FAKE_TEXT
 from .helpers import SOURCE, call, open_doc
-
-STATS_KEYS = {
-    "generatedTokens",
-    "draftedTokens",
-    "acceptedTokens",
-    "promptTokens",
-    "reusedPromptTokens",
-    "promptMs",
-    "decodeMs",
-    "totalMs",
-    "speculation",
-}
 
 
 async def test_complete_with_inline_text(client: LanguageClient) -> None:

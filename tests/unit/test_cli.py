@@ -9,22 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from contract import STATS_KEYS
 
 from lsp_server.cli import UsageError, cursor_offset, line_range, parse_location
 from speculator.models import check_same_vocab
 from speculator.types import EngineError
-
-STATS_KEYS = {
-    "generatedTokens",
-    "draftedTokens",
-    "acceptedTokens",
-    "promptTokens",
-    "reusedPromptTokens",
-    "promptMs",
-    "decodeMs",
-    "totalMs",
-    "speculation",
-}
 
 
 def groundspec(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
