@@ -20,10 +20,20 @@ import bisect
 # CPU matmul kernels work on 8-row tiles): 16 rows cost 221 ms, 15 rows 271.
 DEFAULT_COST_MS = {1: 33.1, 2: 58.7, 3: 80.1, 4: 99.2, 8: 168.7, 9: 206.6, 16: 221.0,
                    17: 264.9, 24: 332.4, 25: 355.4, 32: 396.7, 33: 426.3, 48: 594.9,
-                   49: 620.8, 64: 738.2, 65: 736.3}  # fmt: skip
+                   49: 620.8, 56: 705.0, 57: 730.0, 64: 738.2, 65: 736.3}  # fmt: skip
+# (56 and 57 rows: measured later as 21.3x and 21.0x one row, against 21.5x for 64.)
 # Draft lengths tried: k drafts make a batch of k + 1 rows, a multiple of 8 past 4.
-DRAFT_SIZES = (1, 2, 3, 7, 15, 23, 31, 47, 63)
-DRAFT_TOKEN_MS = 27.0  # one draft-model token on the 2-core machine (DESIGN.md)
+# At most 56 rows: from 64 query rows on, ggml's CPU flash attention switches to
+# a tiled f32 kernel whose rounding differs most from the 1-row path
+# (docs/exactness.md), and 56 rows cost about the same per token.
+DRAFT_SIZES = (1, 2, 3, 7, 15, 23, 31, 47, 55)
+MAX_VERIFY_ROWS = DRAFT_SIZES[-1] + 1
+# One draft-model token costs about this many target 1-row steps (27 ms against
+# 33 ms on the 2-core machine, DESIGN.md). A ratio, not milliseconds: under load
+# both models slow down together, so an absolute figure would make the draft
+# model look cheaper exactly when the machine is busy. Replaced by the draft
+# model's own measured cost once it has drafted (DraftModelDrafter.token_ms).
+DRAFT_TOKEN_RATIO = 0.8
 
 # Starting points, replaced by what is measured. Completions are short and
 # often new code, so a wrong long draft costs more than it can win; a
@@ -91,7 +101,7 @@ class Controller:
         best_k, best_rate = 0, 1.0 / self.cost(1)
         run = 0.0  # expected accepted drafts after the first: 1 + a2 + ... + a2^(k-1)
         term = 1.0
-        for k in range(1, min(available, self.max_draft) + 1):
+        for k in range(1, min(available, self.max_draft, MAX_VERIFY_ROWS - 1) + 1):
             run += term
             term *= a2
             if k not in DRAFT_SIZES and k != available:

@@ -19,13 +19,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .controller import DRAFT_TOKEN_MS, Controller
+from .controller import DRAFT_TOKEN_RATIO, Controller
 from .drafters import Draft, Drafter
-from .session import Session
 from .types import Cancelled, CancelToken
+
+if TYPE_CHECKING:
+    from .session import Session
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +59,8 @@ class DecodeOutcome:
         self.rounds = 0
         self.per_drafter: dict[str, tuple[int, int]] = {}
         self.decode_ms = 0.0
+        self.context_full = False  # stopped because the context had no room left
+        self.looped = False  # stopped because the output repeated itself
 
     def count(self, drafter: str, drafted: int, accepted: int) -> None:
         d, a = self.per_drafter.get(drafter, (0, 0))
@@ -115,6 +120,58 @@ def next_token(logits: np.ndarray, params: SamplingParams) -> int:
     return sample(target_probs(logits, params), params.rng)
 
 
+class LossGuard:
+    """Keeps one request's speculation from costing more than plain decoding.
+
+    Both sides are measured in this request, under whatever load the machine
+    has now: t1 is the time of a recent plain (1-row) round, and a drafting
+    round that took `ms` and emitted `n` tokens earned `n * t1 - ms`. The
+    earnings so far plus a small allowance (a share of the plain time of the
+    tokens emitted) are the most the next round may risk, and a round's risk
+    is its worst case: every draft rejected, one token for the whole batch.
+    A losing request therefore drafts less and less (down to not at all),
+    and its total loss stays within the allowance.
+    """
+
+    ALLOWANCE = 0.05  # the most a request may lose, as a share of its plain time
+    MIN_ALLOWANCE = 1.0  # ... and at least this many plain steps, to try drafting at all
+    PROBE_EVERY = 24  # drafting rounds between plain measurements of t1
+
+    FIRST_PROBE = 4  # drafting rounds before the first plain measurement, at the latest
+
+    def __init__(self, t1_estimate_ms: float, expected_tokens: int = 0):
+        # The length the caller expects (a refactor: its selection's) sizes the
+        # allowance from the start, so the first drafts can be long ones.
+        self.expected_tokens = expected_tokens
+        self.t1 = t1_estimate_ms  # from earlier requests; replaced by measurements
+        self.measured = False
+        self.earned_ms = 0.0
+        self.tokens = 0
+        self._since_plain = self.PROBE_EVERY - self.FIRST_PROBE
+
+    def must_probe(self) -> bool:
+        """Measure a plain round now: the estimate of t1 is old or from another request."""
+        return self._since_plain >= self.PROBE_EVERY
+
+    def budget_ms(self) -> float:
+        """The most the next round may lose against plain decoding."""
+        share = self.ALLOWANCE * max(self.tokens, self.expected_tokens)
+        allowance = max(share, self.MIN_ALLOWANCE) * self.t1
+        return self.earned_ms + allowance
+
+    def observe_plain(self, ms: float) -> None:
+        # Half-life of one round: t1 follows the load as it changes.
+        self.t1 = ms if not self.measured else 0.5 * self.t1 + 0.5 * ms
+        self.measured = True
+        self.tokens += 1
+        self._since_plain = 0
+
+    def observe_draft_round(self, ms: float, emitted: int) -> None:
+        self.earned_ms += emitted * self.t1 - ms
+        self.tokens += emitted
+        self._since_plain += 1
+
+
 class Decoder:
     """Runs one generation on a synced target session."""
 
@@ -127,6 +184,7 @@ class Decoder:
         drafters: Sequence[Drafter],
         params: SamplingParams,
         min_draft: int = 0,
+        clock: Callable[[], float] = time.perf_counter,
     ):
         self.min_draft = min_draft  # > 0: the user chose the drafters, always try them
         self.session = session
@@ -135,6 +193,8 @@ class Decoder:
         self.controller = controller
         self.drafters = list(drafters)
         self.params = params
+        self.clock = clock  # seconds; the replay simulator charges modelled costs
+        self.guard = LossGuard(controller.cost(1))
 
     def run(
         self,
@@ -142,8 +202,10 @@ class Decoder:
         max_tokens: int,
         stop: StopRule | None = None,
         cancel: CancelToken | None = None,
+        expected_tokens: int = 0,
     ) -> DecodeOutcome:
-        started = time.perf_counter()
+        started = self.clock()
+        self.guard.expected_tokens = expected_tokens
         out = DecodeOutcome()
         prompt = list(self.session.cells)
         prompt_len = len(prompt)
@@ -152,21 +214,31 @@ class Decoder:
         while len(out.tokens) < max_tokens:
             if cancel is not None and cancel.cancelled:
                 raise Cancelled()
+            round_start = self.clock()
             x = forced if forced is not None else next_token(logits, self.params)
             forced = None
             if self.is_end(x) or self._emit(x, out, pieces, stop):
                 break
             if len(out.tokens) >= max_tokens:
                 break
-            draft = self._draft(prompt + out.tokens, max_tokens - len(out.tokens))
+            rows_that_fit = self.session.room()
+            if rows_that_fit < 1:
+                out.context_full = True  # keep what was generated; the caller says so
+                break
+            room = min(max_tokens - len(out.tokens), rows_that_fit)
+            draft = self._draft(prompt + out.tokens, room)
             k = len(draft.tokens) if draft else 0
-            t0 = time.perf_counter()
+            t0 = self.clock()
             rows = self.session.append([x] + (draft.tokens if draft else []))
-            self.controller.observe_cost(k + 1, (time.perf_counter() - t0) * 1000)
+            self.controller.observe_cost(k + 1, (self.clock() - t0) * 1000)
             out.rounds += 1
             accepted, forced, done = self._verify(rows, draft, out, pieces, stop)
             self.session.trim(prompt_len + len(out.tokens))
-            if draft is not None:
+            round_ms = (self.clock() - round_start) * 1000
+            if draft is None:
+                self.guard.observe_plain(round_ms)
+            else:
+                self.guard.observe_draft_round(round_ms, 1 + accepted)
                 out.count(draft.drafter, k, accepted)
                 self.controller.observe_acceptance(draft.bucket, k, accepted)
                 for drafter in self.drafters:
@@ -180,40 +252,73 @@ class Decoder:
             cut = stop(out.text)
             if cut is not None:
                 out.text = out.text[:cut]
-        out.decode_ms = (time.perf_counter() - started) * 1000
+        out.decode_ms = (self.clock() - started) * 1000
         return out
 
     def _emit(
         self, token: int, out: DecodeOutcome, pieces: list[bytes], stop: StopRule | None
     ) -> bool:
-        """Append a token; True when a stop rule fires."""
+        """Append a token; True when a stop rule fires or the output loops."""
         out.tokens.append(token)
         pieces.append(self.token_bytes(token))
+        if len(out.tokens) % LOOP_CHECK_EVERY == 0 and repeating_tail(out.tokens):
+            out.looped = True
+            return True
         return stop is not None and stop(_decode_text(pieces)) is not None
 
-    def _draft(self, history: list[int], remaining: int) -> Draft | None:
-        """Ask drafters in order (cheapest first); size the draft by expected gain."""
+    def _draft(self, history: list[int], room: int) -> Draft | None:
+        """Ask drafters in order (cheapest first); size the draft by expected gain,
+        within what this request can afford to lose (LossGuard)."""
+        if self.min_draft == 0 and self.guard.must_probe():
+            return None  # a plain round, to measure t1 under the current load
         for drafter in self.drafters:
-            extra = DRAFT_TOKEN_MS if drafter.name == "draft" else 0.0
+            extra = self._draft_token_ms(drafter)
+            affordable = self._affordable(room - 1, extra)
             # Ask for as much as the most confident bucket would verify.
             best = "draft" if drafter.name == "draft" else "lookup:aligned"
-            budget = self.controller.draft_length(best, remaining - 1, extra)
+            budget = self.controller.draft_length(best, affordable, extra)
             # Lookup drafts are free to propose, so ask for plenty; draft-model
             # tokens cost time each, so never generate more than will be verified.
             floor = self.min_draft * (1 if drafter.name == "draft" else 8)
-            budget = min(remaining - 1, max(budget, floor))
+            budget = min(room - 1, max(budget, floor))
             if budget <= 0:
                 continue
             draft = drafter.propose(history, budget)
             if draft is None:
                 continue
-            k = self.controller.draft_length(draft.bucket, len(draft.tokens), extra)
+            k = self.controller.draft_length(
+                draft.bucket, min(len(draft.tokens), affordable), extra
+            )
             k = min(len(draft.tokens), max(k, self.min_draft))
             if k > 0:
                 draft.tokens = draft.tokens[:k]
                 return draft
             self.controller.declined(draft.bucket)
         return None
+
+    def _draft_token_ms(self, drafter: Drafter) -> float:
+        """What producing one draft token costs now (0 for lookup)."""
+        if drafter.name != "draft":
+            return 0.0
+        measured = getattr(drafter, "token_ms", None)
+        return measured if measured is not None else DRAFT_TOKEN_RATIO * self.guard.t1
+
+    def _affordable(self, available: int, extra_ms: float) -> int:
+        """The longest draft whose worst case (all rejected) fits the guard's budget.
+
+        Verify costs come from the controller's curve as ratios to a 1-row
+        step, times t1 measured in this request: both sides at the same moment."""
+        if self.min_draft > 0:
+            return available  # the user asked for these drafters: no guard
+        budget = self.guard.budget_ms()
+        unit = self.guard.t1 / self.controller.cost(1)
+        best = 0
+        for k in range(1, available + 1):
+            worst = self.controller.cost(k + 1) * unit + extra_ms * k - self.guard.t1
+            if worst > budget:
+                break
+            best = k
+        return best
 
     def _verify(
         self,
@@ -236,6 +341,26 @@ class Decoder:
             if self._emit(d, out, pieces, stop):
                 return i + 1, None, True
         return len(draft.tokens), None, False
+
+
+# A generation whose tail repeats one block over and over is a loop (small
+# models fall into them); it is cut the same way with or without speculation.
+LOOP_CHECK_EVERY = 8
+LOOP_MIN_TOKENS = 96  # the repeated tail must be at least this long ...
+LOOP_MIN_REPEATS = 4  # ... and hold the block at least this many times
+LOOP_MAX_PERIOD = 48
+
+
+def repeating_tail(tokens: Sequence[int]) -> bool:
+    """True when the tail is one block of up to LOOP_MAX_PERIOD tokens repeated."""
+    for period in range(1, LOOP_MAX_PERIOD + 1):
+        span = max(LOOP_MIN_TOKENS, LOOP_MIN_REPEATS * period)
+        if span > len(tokens):
+            break
+        tail = list(tokens[-span:])
+        if tail[period:] == tail[:-period]:
+            return True
+    return False
 
 
 def _decode_text(pieces: list[bytes]) -> str:

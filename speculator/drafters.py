@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -382,22 +383,35 @@ def _is_word(piece: bytes) -> bool:
 
 
 class DraftModelDrafter:
-    """Greedy drafts from a small model; stops when its confidence drops."""
+    """Greedy drafts from a small model; stops when its confidence drops.
+
+    The draft session must already hold (nearly) the target's prompt: the
+    engine keeps it in step (warm-up, keystroke syncs). Catching up on a
+    whole prompt inside the decode loop would cost seconds that no draft
+    wins back, so with `max_catch_up` set, a session lagging by more prompt
+    tokens than that drafts nothing in this request.
+    """
 
     name = "draft"
 
-    def __init__(self, session: Session, prompt: Sequence[int], min_confidence: float = 0.5):
+    def __init__(
+        self,
+        session: Session,
+        prompt: Sequence[int],
+        min_confidence: float = 0.5,
+        max_catch_up: int | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
         self.session = session
-        self.prompt = list(prompt)
         self.min_confidence = min_confidence
-        self._synced = False
+        self.clock = clock
+        lag = len(prompt) - common_prefix(session.cells, prompt)
+        self.usable = max_catch_up is None or lag <= max_catch_up
+        self.token_ms: float | None = None  # measured cost of one draft token, this request
 
     def propose(self, history: Sequence[int], k: int) -> Draft | None:
-        if k <= 0:
+        if k <= 0 or not self.usable:
             return None
-        if not self._synced:
-            self.session.sync([self.prompt])
-            self._synced = True
         # Bring the draft cache to the history: usually a trim plus a token or two.
         keep = common_prefix(self.session.cells, history)
         self.session.trim(keep)
@@ -407,6 +421,7 @@ class DraftModelDrafter:
             pending = [history[-1]]
         logits = self.session.append(pending)[-1]
         tokens: list[int] = []
+        started = self.clock()
         for _ in range(k):
             probs = _softmax(logits)
             tok = int(np.argmax(probs))
@@ -416,6 +431,9 @@ class DraftModelDrafter:
             if len(tokens) == k:
                 break
             logits = self.session.append([tok])[-1]
+        if len(tokens) > 1:
+            ms = (self.clock() - started) * 1000 / (len(tokens) - 1)
+            self.token_ms = ms if self.token_ms is None else 0.5 * (self.token_ms + ms)
         return Draft(tokens, self.name, "draft") if tokens else None
 
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:

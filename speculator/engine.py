@@ -10,7 +10,7 @@ import msgspec
 
 from . import provision
 from .config import EngineConfig
-from .controller import DRAFT_TOKEN_MS, REFACTOR_PRIORS, Controller
+from .controller import DRAFT_TOKEN_RATIO, REFACTOR_PRIORS, Controller
 from .decode import DecodeOutcome, Decoder, SamplingParams, StopRule
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
 from .factory import ProgressCallback
@@ -36,6 +36,12 @@ from .types import (
 log = logging.getLogger(__name__)
 
 MAX_DOCUMENT_CHARS = 5_000_000
+# `auto` never lets the draft model catch up on more prompt tokens than this
+# inside a request: its KV is kept in step by warm-ups and keystroke syncs.
+MAX_DRAFT_CATCH_UP = 16
+# A refactor rewrites its selection: output much longer than the selection
+# plus this margin (or the selection's length again) is a runaway.
+REFACTOR_MARGIN_TOKENS = 256
 
 
 class SpeculativeEngine:
@@ -104,9 +110,9 @@ class SpeculativeEngine:
             )
         grounding = Grounding(request.text, request.language_id)
         fim = self._fim_prompt(request, grounding)
-        sync, logits = self.session.sync(
-            self._tokenize_segments(fim), shift_reuse=self.shift_reuse, cancel=cancel
-        )
+        segments = self._tokenize_segments(fim)
+        sync, logits = self.session.sync(segments, shift_reuse=self.shift_reuse, cancel=cancel)
+        self._keep_draft_in_step(segments, request.speculation, cancel)
         multiline = (
             request.multiline
             if request.multiline is not None
@@ -128,8 +134,24 @@ class SpeculativeEngine:
         A cancelled warm-up keeps what it evaluated so far."""
         _check_text(request.text)
         fim = self._fim_prompt(request, Grounding(request.text, request.language_id))
-        sync, _ = self.session.sync(self._tokenize_segments(fim), shift_reuse=False, cancel=cancel)
+        segments = self._tokenize_segments(fim)
+        sync, _ = self.session.sync(segments, shift_reuse=False, cancel=cancel)
+        if self.draft_session is not None:
+            self.draft_session.sync(segments, shift_reuse=False, cancel=cancel)
         return sync.evaluated
+
+    def _keep_draft_in_step(
+        self, segments: list[list[int]], speculation: Speculation, cancel: CancelToken | None
+    ) -> None:
+        """Bring the draft model's KV to the new prompt when that costs a few tokens
+        (a keystroke); a far-behind draft cache is left to the idle warm-up."""
+        draft = self.draft_session
+        if draft is None or speculation in ("off", "lookup"):
+            return
+        if speculation == "auto" and not self._draft_pays(self.controllers["completion"]):
+            return  # not used now; the idle warm-up keeps it close enough
+        if draft.pending(segments, self.shift_reuse) <= MAX_DRAFT_CATCH_UP:
+            draft.sync(segments, shift_reuse=self.shift_reuse, cancel=cancel)
 
     def _fim_prompt(self, request: CompletionRequest, grounding: Grounding) -> FimPrompt:
         snippets = []
@@ -197,8 +219,19 @@ class SpeculativeEngine:
             at = text.find(fence)
             return at if at >= 0 else None
 
-        budget = max(request.max_tokens, len(tokens) // 4)
-        outcome = self._decode(logits, request.speculation, request, [], stop, cancel, budget)
+        selection_tokens = len(self.target.tokenize(selection))
+        outcome = self._decode(
+            logits,
+            request.speculation,
+            request,
+            [],
+            stop,
+            cancel,
+            max_tokens=_refactor_budget(request.max_tokens, selection_tokens),
+            expected_tokens=selection_tokens,
+        )
+        if outcome.context_full:
+            log.warning("refactor stopped: the context (%d tokens) is full", self.session.n_ctx)
         new_text = finish_refactor(outcome.text, selection)
         stats = self._stats(sync, outcome, started, request.speculation)
         return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
@@ -214,6 +247,7 @@ class SpeculativeEngine:
         stop: StopRule,
         cancel: CancelToken | None,
         max_tokens: int | None = None,
+        expected_tokens: int = 0,
     ) -> DecodeOutcome:
         prompt = list(self.session.cells)
         kind = "refactor" if isinstance(request, RefactorRequest) else "completion"
@@ -230,7 +264,9 @@ class SpeculativeEngine:
             min_draft=0 if speculation == "auto" else 1,
         )
         try:
-            outcome = decoder.run(logits, max_tokens or request.max_tokens, stop, cancel)
+            outcome = decoder.run(
+                logits, max_tokens or request.max_tokens, stop, cancel, expected_tokens
+            )
         except Cancelled:
             self._totals.record_cancelled()
             raise
@@ -248,7 +284,12 @@ class SpeculativeEngine:
         lookup = PromptLookupDrafter(
             corpus, token_bytes=self.target.token_bytes, tokenize=self.target.tokenize
         )
-        model = DraftModelDrafter(self.draft_session, prompt) if self.draft_session else None
+        catch_up = MAX_DRAFT_CATCH_UP if speculation == "auto" else None
+        model = (
+            DraftModelDrafter(self.draft_session, prompt, max_catch_up=catch_up)
+            if self.draft_session
+            else None
+        )
         if speculation == "off":
             return []
         if speculation == "lookup" or (speculation == "auto" and not self._draft_pays(controller)):
@@ -261,7 +302,8 @@ class SpeculativeEngine:
         """The draft model is worth it when its expected gain beats plain decoding."""
         if self.draft_session is None:
             return False
-        return controller.draft_length("draft", 16, extra_cost_ms=DRAFT_TOKEN_MS) > 0
+        extra = DRAFT_TOKEN_RATIO * controller.cost(1)
+        return controller.draft_length("draft", 16, extra_cost_ms=extra) > 0
 
     def _stats(
         self, sync: SyncResult, outcome: DecodeOutcome, started: float, speculation: str
@@ -280,6 +322,13 @@ class SpeculativeEngine:
         self._totals.record(stats, outcome.per_drafter)
         log.info("request done: %s", msgspec.json.encode(stats).decode())
         return stats
+
+
+def _refactor_budget(max_tokens: int, selection_tokens: int) -> int:
+    """Room for the selection rewritten plus what an instruction adds, and no
+    more: a runaway (rewriting past the selection, a loop) stops there."""
+    runaway = selection_tokens + max(REFACTOR_MARGIN_TOKENS, selection_tokens)
+    return min(max(max_tokens, selection_tokens + 64), runaway)
 
 
 def _check_text(text: str) -> None:

@@ -102,7 +102,15 @@ class Session:
         # The last token is always evaluated: its logits are the ones we need.
         keep = min(common_prefix(self.cells, prompt), len(prompt) - 1)
         moves = self._plan_moves(segments, keep) if shift_reuse and self.can_shift else []
-        logits = self._rebuild(prompt, keep, moves, cancel)
+        try:
+            logits = self._rebuild(prompt, keep, moves, cancel)
+        except Cancelled:
+            raise  # _eval_range already left the cache exact
+        except BaseException:
+            # The cache may hold anything past `keep` now: forget it, so the
+            # next prefix reuse never trusts KV cells that are gone.
+            self._forget_after(keep)
+            raise
         self.cells = list(prompt)
         self.segments = []
         pos = 0
@@ -113,6 +121,13 @@ class Session:
         evaluated = len(prompt) - keep - shifted
         ms = (time.perf_counter() - started) * 1000
         return SyncResult(len(prompt), keep + shifted, evaluated, shifted, ms), logits
+
+    def pending(self, segments: Sequence[Sequence[int]], shift_reuse: bool = False) -> int:
+        """How many tokens sync(segments) would evaluate (the rest is reused)."""
+        prompt = [t for seg in segments for t in seg]
+        keep = min(common_prefix(self.cells, prompt), max(len(prompt) - 1, 0))
+        moves = self._plan_moves(segments, keep) if shift_reuse and self.can_shift else []
+        return len(prompt) - keep - sum(length for _o, _n, length in moves)
 
     def _plan_moves(
         self, segments: Sequence[Sequence[int]], keep: int
@@ -195,6 +210,18 @@ class Session:
         self.cells = list(prompt[:n])
         self.segments = []
 
+    def _forget_after(self, n: int) -> None:
+        """After a failed evaluation: keep the first n cells, or nothing if even
+        trimming fails."""
+        self.segments = []
+        try:
+            self._rm(0, n, -1)
+            self._rm(1, -1, -1)
+            del self.cells[n:]
+        except EngineError:
+            llama_cpp.llama_memory_clear(self.memory, True)
+            self.cells = []
+
     # -- decoding -------------------------------------------------------------
 
     def append(self, tokens: Sequence[int]) -> Logits:
@@ -207,11 +234,19 @@ class Session:
         if len(tokens) > self.n_batch:
             raise EngineError("too many tokens for one batch")
         self._fill(list(tokens), list(range(n0, n0 + len(tokens))), [True] * len(tokens))
-        self._decode()
+        try:
+            self._decode()
+        except EngineError:
+            self._forget_after(n0)  # a failed batch may have left some of its cells
+            raise
         self.cells.extend(tokens)
         # A view on llama.cpp's buffer (no copy): valid until the next decode.
         ptr = ctypes.cast(llama_cpp.llama_get_logits(self.ctx), ctypes.POINTER(ctypes.c_float))
         return np.ctypeslib.as_array(ptr, shape=(len(tokens), self.n_vocab))
+
+    def room(self) -> int:
+        """How many more tokens the context can take."""
+        return self.n_ctx - 1 - len(self.cells)
 
     def trim(self, n: int) -> None:
         """Keep the first n cells (a rejected draft is a trim)."""

@@ -1,4 +1,4 @@
-from speculator.controller import REFACTOR_PRIORS, Controller
+from speculator.controller import MAX_VERIFY_ROWS, REFACTOR_PRIORS, Controller
 
 
 def test_no_draft_when_acceptance_is_poor() -> None:
@@ -65,3 +65,12 @@ def test_draft_lengths_fill_batches_of_eight_rows() -> None:
     for _ in range(30):
         c.observe_acceptance("lookup:aligned", drafted=63, accepted=63)
     assert (c.draft_length("lookup:aligned", 100) + 1) % 8 == 0
+
+
+def test_verify_batches_stay_below_the_tiled_attention_path() -> None:
+    # Even where a 64-row batch is nearly free, it is never chosen.
+    cheap_long = {1: 33.0, 2: 60.0, 56: 90.0, 64: 91.0, 65: 200.0}
+    c = Controller(cost_ms=cheap_long, max_draft=64)
+    for _ in range(30):
+        c.observe_acceptance("lookup:aligned", drafted=55, accepted=55)
+    assert c.draft_length("lookup:aligned", 100) + 1 == MAX_VERIFY_ROWS < 64

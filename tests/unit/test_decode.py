@@ -1,0 +1,210 @@
+"""The decode loop on a modelled target: exact output, and never slower than plain.
+
+The fake target's greedy choice after any history is fixed by `truth`, and
+each batch advances a fake clock by a modelled cost (a k-row batch costs
+what the controller's measured curve says, times a load factor), so the
+tests are deterministic and need no model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+
+from speculator.controller import DEFAULT_COST_MS, REFACTOR_PRIORS, Controller
+from speculator.decode import Decoder, LossGuard, SamplingParams, repeating_tail
+from speculator.drafters import Draft, DraftModelDrafter, PromptLookupDrafter
+
+VOCAB = 64
+END = 0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class ModelledTarget:
+    """A target session whose next token after prompt + output[:i] is truth[i]."""
+
+    def __init__(
+        self,
+        prompt: list[int],
+        truth: list[int],
+        clock: Clock,
+        load: float = 1.0,
+        n_ctx: int = 4096,
+    ):
+        self.prompt_len = len(prompt)
+        self.cells = list(prompt)
+        self.truth = truth
+        self.clock = clock
+        self.load = load
+        self.n_ctx = n_ctx
+        self.batches: list[int] = []
+
+    def first_logits(self) -> np.ndarray:
+        return self._row(0)
+
+    def _row(self, generated: int) -> np.ndarray:
+        row = np.zeros(VOCAB, dtype=np.float32)
+        row[self.truth[generated] if generated < len(self.truth) else END] = 1.0
+        return row
+
+    def room(self) -> int:
+        return self.n_ctx - 1 - len(self.cells)
+
+    def append(self, tokens: Sequence[int]) -> np.ndarray:
+        rows = len(tokens)
+        self.batches.append(rows)
+        self.clock.now += _curve(rows) * self.load / 1000
+        start = len(self.cells) - self.prompt_len
+        self.cells.extend(tokens)
+        return np.stack([self._row(start + i + 1) for i in range(rows)])
+
+    def trim(self, n: int) -> None:
+        del self.cells[n:]
+
+
+def _curve(rows: int) -> float:
+    sizes = sorted(DEFAULT_COST_MS)
+    nearest = min(sizes, key=lambda s: abs(s - rows))
+    return DEFAULT_COST_MS[nearest] * rows / nearest if rows > 65 else DEFAULT_COST_MS[nearest]
+
+
+class WrongDrafter:
+    """Proposes k confident-looking tokens that are always wrong."""
+
+    name = "lookup"
+
+    def propose(self, history: Sequence[int], k: int) -> Draft | None:
+        return Draft([63] * k, self.name, "lookup:aligned")
+
+    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
+        pass
+
+
+def _decode(
+    truth: list[int], drafters: list, load: float = 1.0, controller: Controller | None = None
+) -> tuple[list[int], float, ModelledTarget]:
+    clock = Clock()
+    prompt = [5, 6, 7, 8]
+    target = ModelledTarget(prompt, truth, clock, load)
+    decoder = Decoder(
+        target,  # type: ignore[arg-type]
+        token_bytes=lambda t: b" t%d" % t,
+        is_end=lambda t: t == END,
+        controller=controller or Controller(priors=REFACTOR_PRIORS, max_draft=64),
+        drafters=drafters,
+        params=SamplingParams(),
+        clock=clock,
+    )
+    out = decoder.run(target.first_logits(), len(truth) + 8, expected_tokens=len(truth))
+    return out.tokens, clock.now * 1000, target
+
+
+def _copying_truth(n: int = 300) -> tuple[list[int], list[int]]:
+    rng = np.random.default_rng(1)
+    source = [int(t) for t in rng.integers(1, 60, size=n)]
+    return source, source + [END]
+
+
+def test_speculation_is_exact_and_faster_when_drafts_are_right() -> None:
+    source, truth = _copying_truth()
+    plain, plain_ms, _ = _decode(truth, [])
+    lookup = PromptLookupDrafter([source])
+    spec, spec_ms, target = _decode(truth, [lookup])
+    assert spec == plain == truth[:-1]
+    assert plain_ms / spec_ms > 2.0
+    assert max(target.batches) > 8  # it did verify long drafts
+
+
+@pytest.mark.parametrize("load", [1.0, 2.5])
+def test_always_wrong_drafts_cost_at_most_the_allowance(load: float) -> None:
+    rng = np.random.default_rng(2)
+    truth = [int(t) for t in rng.integers(1, 60, size=200)] + [END]
+    plain, plain_ms, _ = _decode(truth, [], load=load)
+    # A controller that trusts the drafter fully: only the guard stands between
+    # it and a 64-row batch every round.
+    trusting = Controller(max_draft=64, priors={"lookup:aligned": 0.995})
+    spec, spec_ms, _ = _decode(truth, [WrongDrafter()], load=load, controller=trusting)
+    assert spec == plain
+    assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + 2 * _curve(1) * load
+
+
+def test_guard_budget_follows_what_drafting_earned() -> None:
+    guard = LossGuard(t1_estimate_ms=30.0)
+    guard.observe_plain(40.0)  # measured now: the machine is busier than estimated
+    assert guard.t1 == 40.0
+    start = guard.budget_ms()
+    guard.observe_draft_round(ms=100.0, emitted=10)  # 10 tokens for 2.5 steps: earned
+    assert guard.budget_ms() > start + 250
+    guard.observe_draft_round(ms=800.0, emitted=1)  # a long draft, all rejected: lost
+    assert guard.budget_ms() < start
+
+
+def test_guard_probes_plain_rounds_to_measure_the_load() -> None:
+    guard = LossGuard(t1_estimate_ms=30.0)
+    rounds = 0
+    while not guard.must_probe():
+        guard.observe_draft_round(ms=30.0, emitted=2)
+        rounds += 1
+    assert rounds == LossGuard.FIRST_PROBE
+    guard.observe_plain(31.0)
+    assert not guard.must_probe()
+
+
+def test_a_full_context_keeps_what_was_generated() -> None:
+    clock = Clock()
+    truth = list(range(1, 60))
+    target = ModelledTarget([5, 6, 7, 8], truth, clock, n_ctx=20)
+    decoder = Decoder(
+        target,  # type: ignore[arg-type]
+        token_bytes=lambda t: b" t%d" % t,
+        is_end=lambda t: t == END,
+        controller=Controller(),
+        drafters=[PromptLookupDrafter([truth])],
+        params=SamplingParams(),
+        clock=clock,
+    )
+    out = decoder.run(target.first_logits(), max_tokens=100)
+    assert out.context_full
+    assert out.tokens == truth[: len(out.tokens)]
+    assert len(out.tokens) == 20 - 1 - 4 + 1  # every cell used, plus the last emitted token
+
+
+def test_a_repeating_tail_is_a_loop() -> None:
+    assert repeating_tail([1, 2, 3] * 40)
+    assert repeating_tail(list(range(10)) + [7] * 100)
+    assert not repeating_tail([1, 2, 3] * 10)  # too short to call it a loop
+    rng = np.random.default_rng(3)
+    assert not repeating_tail([int(t) for t in rng.integers(0, 50, size=400)])
+
+
+def test_a_looping_generation_stops_the_same_with_and_without_drafts() -> None:
+    truth = [9, 10, 11, 12] * 100
+    plain, _, _ = _decode(truth, [])
+    spec, _, _ = _decode(truth, [PromptLookupDrafter([truth[:40]])])
+    assert spec == plain
+    assert len(plain) < 200
+
+
+class _DraftSession:
+    def __init__(self, cells: list[int]):
+        self.cells = cells
+
+
+def test_the_draft_model_never_catches_up_on_a_whole_prompt() -> None:
+    prompt = list(range(1, 1601))
+    cold = DraftModelDrafter(_DraftSession([]), prompt, max_catch_up=16)  # type: ignore[arg-type]
+    assert not cold.usable
+    assert cold.propose(prompt, 8) is None
+    in_step = DraftModelDrafter(_DraftSession(prompt[:-3]), prompt, max_catch_up=16)  # type: ignore[arg-type]
+    assert in_step.usable
+    asked = DraftModelDrafter(_DraftSession([]), prompt)  # type: ignore[arg-type]
+    assert asked.usable  # the user chose `draft`: it may catch up
