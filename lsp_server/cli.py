@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--tcp", metavar="HOST:PORT", help="serve on TCP; binds 127.0.0.1 unless HOST is given"
     )
+    serve.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve llama-server/OpenAI-compatible HTTP; binds 127.0.0.1 unless HOST is given "
+        "(alone: HTTP only; with --tcp or --stdio: beside the LSP server)",
+    )
+    serve.add_argument("--stdio", action="store_true", help="LSP on stdio (the default)")
     serve.add_argument("--log-file", help="write logs here instead of stderr")
     serve.add_argument("--config", help="config file (default ~/.config/groundspec/config.toml)")
     _engine_flags(serve)
@@ -171,7 +178,17 @@ def run_serve(args: argparse.Namespace) -> int:
         if getattr(args, flag) is not None:
             os.environ[env] = str(getattr(args, flag))
     config = load_startup_config(args.config, fake=args.fake)
-    run_server(config, tcp=args.tcp, log_file=args.log_file)
+    if args.http:
+        from .http import parse_http, run_http
+
+        try:
+            parse_http(args.http)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if not (args.tcp or args.stdio):
+            run_http(config, args.http, log_file=args.log_file)
+            return 0
+    run_server(config, tcp=args.tcp, log_file=args.log_file, http=args.http)
     return 0
 
 
