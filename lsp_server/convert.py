@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from urllib.parse import unquote, urlparse
 
 from lsprotocol import types
 
@@ -93,3 +94,11 @@ class LineIndex:
 
     def range(self, start: int, end: int) -> types.Range:
         return types.Range(start=self.position(start), end=self.position(end))
+
+
+def uri_to_path(uri: str) -> str | None:
+    """The file system path of a file: URI, None for other schemes."""
+    parsed = urlparse(uri)
+    if parsed.scheme != "file":
+        return None
+    return unquote(parsed.path) or None
