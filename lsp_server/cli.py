@@ -179,16 +179,18 @@ def run_serve(args: argparse.Namespace) -> int:
             os.environ[env] = str(getattr(args, flag))
     config = load_startup_config(args.config, fake=args.fake)
     if args.http:
-        from .http import parse_http, run_http
+        from .http import parse_http, run_http, run_with_lsp
 
         try:
             parse_http(args.http)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-        if not (args.tcp or args.stdio):
+        if args.tcp or args.stdio:
+            run_with_lsp(config, args.http, tcp=args.tcp, log_file=args.log_file)
+        else:
             run_http(config, args.http, log_file=args.log_file)
-            return 0
-    run_server(config, tcp=args.tcp, log_file=args.log_file, http=args.http)
+        return 0
+    run_server(config, tcp=args.tcp, log_file=args.log_file)
     return 0
 
 

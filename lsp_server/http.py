@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
 import signal
+import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 from aiohttp import web
+from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 
-from speculator.factory import load_engine
 from speculator.types import (
     Cancelled,
     CancelToken,
@@ -40,7 +43,11 @@ from speculator.types import (
 from . import http_wire as wire
 from .logs import request_id, setup_logging
 from .options import ServerOptions, StartupConfig
-from .scheduler import EngineHost, EngineUnavailable, Worker
+from .scheduler import EngineUnavailable
+from .service import CompletionService
+
+if TYPE_CHECKING:
+    from .server import GroundspecServer
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +61,7 @@ class EngineGate(Protocol):
 
     @property
     def state(self) -> str:
-        """"not started", "loading", "ready" or "failed"."""
+        """One of "not started", "loading", "ready", "failed"."""
         ...
 
     def ensure_loading(self) -> None: ...
@@ -68,68 +75,59 @@ class EngineGate(Protocol):
 
 
 class ExtraContext:
-    """A ContextProvider that serves the current request's input_extra chunks,
-    falling back to another provider (the workspace index) when there are none."""
+    """A ContextProvider serving one request's input_extra chunks (the ones sharing
+    most words with the text before the cursor), then the workspace index's."""
 
-    def __init__(self, fallback: ContextProvider | None = None) -> None:
+    def __init__(self, snippets: list[Snippet], fallback: ContextProvider | None) -> None:
+        self.snippets = snippets
         self.fallback = fallback
-        self.snippets: list[Snippet] = []
 
     def related(self, path: str | None, query: str, limit: int) -> list[Snippet]:
-        if not self.snippets:
-            return self.fallback.related(path, query, limit) if self.fallback else []
         words = set(re.findall(r"\w{3,}", query))
         ranked = sorted(
             enumerate(self.snippets),
             key=lambda item: (len(words & set(re.findall(r"\w{3,}", item[1].text))), item[0]),
         )
-        return [snippet for _, snippet in ranked[-limit:]]
+        picked = [snippet for _, snippet in ranked[-limit:]]
+        if len(picked) < limit and self.fallback is not None:
+            picked += self.fallback.related(path, query, limit - len(picked))
+        return picked
 
 
-class LocalGate:
-    """The engine for `serve --http` alone: its own worker thread and loader."""
+class ServiceGate:
+    """The EngineGate over the CompletionService, shared with the LSP handlers when
+    both run in one process: one worker thread, one engine, one KV cache."""
 
-    def __init__(self, options: ServerOptions) -> None:
-        self.options = options
-        self.worker = Worker()
-        self.host = EngineHost(self.worker)
-        self.extra = ExtraContext()
+    def __init__(self, service: CompletionService) -> None:
+        self.service = service
 
     @property
     def state(self) -> str:
-        return self.host.state
+        return self.service.host.state
 
     def ensure_loading(self) -> None:
-        if self.host.state == "not started":
-            self.host.load(self._load)
-
-    def _load(self) -> Engine:
-        engine = load_engine(self.options.engine)
-        engine.set_context_provider(self.extra)
-        return engine
+        self.service.start()  # once; a no-op when the LSP side started it
 
     async def run(
         self, call: Callable[[Engine], T], token: CancelToken, *, slot: str, extra: list[Snippet]
     ) -> T:
         self.ensure_loading()
-        engine = await self.host.get(self.options.load_wait_ms / 1000)
+        service = self.service
+        engine = await service.host.get(service.options.load_wait_ms / 1000)
 
         def job() -> T:
-            self.extra.snippets = extra  # engine thread only: no other job runs now
+            if not extra:
+                return call(engine)
+            # Engine calls run one at a time on this thread: swapping is safe.
+            engine.set_context_provider(ExtraContext(extra, service.workspace_index))
             try:
                 return call(engine)
             finally:
-                self.extra.snippets = []
+                engine.set_context_provider(service.workspace_index)
 
-        future = self.worker.submit(job, token)
-        try:
-            return await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            token.cancel()  # the client went away: stop decoding at the next round
-            raise
-
-    def stop(self) -> None:
-        self.worker.stop()
+        log.debug("engine call for %s", slot)
+        # Cancelling the awaiting task (the client disconnected) fires `token`.
+        return await service.scheduler.run(job, token)
 
 
 class FrontDoor:
@@ -342,7 +340,9 @@ class FrontDoor:
             closing = {"finish_reason": wire.finish_reason(done), "index": i, "delta": {}}
             await send_event(stream, {"choices": [closing]} | chunk)
         if body.stream_options is not None and body.stream_options.include_usage:
-            await send_event(stream, {"choices": []} | chunk | {"usage": wire.usage([result.stats])})
+            await send_event(
+                stream, {"choices": []} | chunk | {"usage": wire.usage([result.stats])}
+            )
         await send_done(stream)
         return stream
 
@@ -491,7 +491,9 @@ def _http_reason(exc: web.HTTPException) -> str:
 def json_response(body: Any, status: int = 200) -> web.Response:
     # Compact JSON, raw UTF-8, no trailing newline: the bytes llama-server sends.
     encoded = msgspec.json.encode(body)
-    return web.Response(body=encoded, status=status, content_type="application/json", charset="utf-8")
+    return web.Response(
+        body=encoded, status=status, content_type="application/json", charset="utf-8"
+    )
 
 
 async def start_stream(request: web.Request) -> web.StreamResponse:
@@ -559,9 +561,9 @@ async def start_http(front: FrontDoor, host: str, port: int) -> web.AppRunner:
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    for sock in site._server.sockets if site._server else []:  # type: ignore[union-attr]
+    for address in runner.addresses:
         # Tests and scripts read the bound port here (PORT 0 picks a free one).
-        log.info("HTTP listening on http://%s:%d", *sock.getsockname()[:2])
+        log.info("HTTP listening on http://%s:%d", *address[:2])
     return runner
 
 
@@ -577,17 +579,75 @@ def run_http(config: StartupConfig, address: str, log_file: str | None = None) -
     """`groundspec serve --http [HOST:]PORT` alone: serve HTTP until SIGINT/SIGTERM."""
     setup_logging(log_file)
     host, port = parse_http(address)
-    gate = LocalGate(config.options)
-    for problem in config.problems:
+    service = CompletionService(config)
+    for problem in service.problems:
         log.warning("%s", problem)
 
     async def main() -> None:
-        runner = await start_http(FrontDoor(gate, lambda: gate.options), host, port)
-        gate.ensure_loading()
+        front = FrontDoor(ServiceGate(service), lambda: service.options)
+        runner = await start_http(front, host, port)
+        service.start()  # /health says "Loading model" until it is done
         try:
             await until_signalled()
         finally:
             await runner.cleanup()
-            gate.stop()
+            service.shutdown()
 
     asyncio.run(main())
+
+
+def run_with_lsp(
+    config: StartupConfig, address: str, *, tcp: str | None, log_file: str | None = None
+) -> None:
+    """HTTP beside the LSP server (stdio, or `--tcp`) in one process and one loop.
+
+    pygls' start_io/start_tcp run their own loop, so this runs pygls' message
+    loop itself, next to aiohttp. Ends the process like run_server: 0 after
+    shutdown + exit, 1 if the LSP client went away without them."""
+    from .server import create_server, parse_tcp
+
+    setup_logging(log_file)
+    host, port = parse_http(address)
+    lsp_address = parse_tcp(tcp) if tcp else None
+    ls = create_server(config)
+    front = FrontDoor(ServiceGate(ls.service), lambda: ls.service.options)
+
+    async def main() -> None:
+        runner = await start_http(front, host, port)
+        try:
+            await (_serve_lsp_tcp(ls, *lsp_address) if lsp_address else _serve_lsp_stdio(ls))
+        finally:
+            await runner.cleanup()
+
+    try:
+        asyncio.run(main())
+    except (KeyboardInterrupt, SystemExit):  # pygls ends `exit` with sys.exit()
+        pass
+    finally:
+        ls.service.shutdown()
+        code = 0 if ls.shutdown_requested else 1
+        log.info("exiting with %d", code)
+        logging.shutdown()
+        os._exit(code)
+
+
+async def _serve_lsp_stdio(ls: GroundspecServer) -> None:
+    ls._stop_event = stop = threading.Event()  # what pygls' start_io sets up
+    reader = StdinAsyncReader(sys.stdin.buffer, ls.thread_pool)
+    ls.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
+    await run_async(stop, reader, ls.protocol, log, ls.report_server_error)
+
+
+async def _serve_lsp_tcp(ls: GroundspecServer, host: str, port: int) -> None:
+    ls._stop_event = stop = threading.Event()
+    finished = asyncio.Event()
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        ls.protocol.set_writer(writer)  # type: ignore[arg-type]
+        await run_async(stop, reader, ls.protocol, log, ls.report_server_error)
+        finished.set()
+
+    server = await asyncio.start_server(connection, host, port)
+    log.info("LSP listening on %s:%d", *server.sockets[0].getsockname()[:2])
+    async with server:
+        await finished.wait()

@@ -20,7 +20,13 @@ from .http_helpers import Served, serve_http
 LLAMA_VIM_FIM: dict[str, Any] = {
     "input_prefix": "def area(w, h):\n",
     "input_suffix": "\n\nprint(area(2, 3))\n",
-    "input_extra": [{"text": "def volume(w, h, d):\n    return w * h * d\n", "time": [1, 2], "filename": "geo.py"}],  # fmt: skip
+    "input_extra": [
+        {
+            "text": "def volume(w, h, d):\n    return w * h * d\n",
+            "time": [1, 2],
+            "filename": "geo.py",
+        }
+    ],  # fmt: skip
     "prompt": "    ret",
     "n_predict": 128,
     "stop": [],
@@ -392,9 +398,7 @@ SLOW = {"GROUNDSPEC_FAKE_TEXT": "x" * 400, "GROUNDSPEC_FAKE_DELAY_MS": "20"}  # 
 async def test_requests_queue_on_the_one_engine_thread(http: aiohttp.ClientSession) -> None:
     async with serve_http(GROUNDSPEC_FAKE_TEXT="y" * 20, GROUNDSPEC_FAKE_DELAY_MS="10") as slow:
         bodies = [{"prompt": f"v{i} = ", "n_predict": 20} for i in range(4)]
-        results = await asyncio.gather(
-            *(post(http, slow.url + "/completion", b) for b in bodies)
-        )
+        results = await asyncio.gather(*(post(http, slow.url + "/completion", b) for b in bodies))
     assert [status for status, _ in results] == [200] * 4
     assert {json.loads(raw)["content"] for _, raw in results} == {"y" * 20}
 
