@@ -180,9 +180,12 @@ def run_serve(args: argparse.Namespace) -> int:
     config = load_startup_config(args.config, fake=args.fake)
     if args.http:
         from .http import parse_http, run_http, run_with_lsp
+        from .server import parse_tcp
 
         try:
             parse_http(args.http)
+            if args.tcp:
+                parse_tcp(args.tcp)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         if args.tcp or args.stdio:

@@ -279,7 +279,7 @@ class FrontDoor:
                 stats.append(result.stats)
         envelope = wire.openai_envelope("text_completion", ident, self.model_name)
         if stream is None:
-            usage = {"usage": wire.usage(stats), "timings": wire.timings(_sum(stats))}
+            usage = {"timings": wire.timings(_sum(stats)), "usage": wire.usage(stats)}
             return json_response({"choices": choices} | envelope | usage)
         for choice in choices:
             opening = choice | {"finish_reason": None}
@@ -330,8 +330,9 @@ class FrontDoor:
             for i in range(body.n)
         ]
         if stream is None:
-            usage = {"usage": wire.usage([result.stats])}
-            return json_response({"choices": choices} | envelope | usage | _timings(result))
+            # llama-server's order: usage sits before id here.
+            ident_last = {"usage": wire.usage([result.stats]), "id": envelope.pop("id")}
+            return json_response({"choices": choices} | envelope | ident_last | _timings(result))
         chunk = envelope | {"object": "chat.completion.chunk"}
         for i in range(body.n):
             delta = {"role": "assistant", "content": done.content}

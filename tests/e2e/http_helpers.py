@@ -38,12 +38,14 @@ async def _drain(process: asyncio.subprocess.Process, log: list[bytes]) -> None:
 
 
 @contextlib.asynccontextmanager
-async def serve_http(*flags: str, stdin: bool = False, **env: str) -> AsyncIterator[Served]:
+async def serve_http(
+    *flags: str, stdin: bool = False, fake: bool = True, **env: str
+) -> AsyncIterator[Served]:
     """The server on a free loopback port; stopped (SIGTERM, or stdin closed) after."""
     process = await asyncio.create_subprocess_exec(
         *GROUNDSPEC,
         "serve",
-        "--fake",
+        *(["--fake"] if fake else []),
         "--http",
         "127.0.0.1:0",
         *flags,

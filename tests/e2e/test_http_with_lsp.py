@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import socket
 from typing import Any
 
 import aiohttp
@@ -20,10 +21,14 @@ _ids = itertools.count(1)
 class MiniLsp:
     """Just enough of an LSP client over the server's stdin/stdout."""
 
-    def __init__(self, served: Served) -> None:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.stdout = reader
+        self.stdin = writer
+
+    @classmethod
+    def over_stdio(cls, served: Served) -> MiniLsp:
         assert served.process.stdin is not None and served.process.stdout is not None
-        self.stdin = served.process.stdin
-        self.stdout = served.process.stdout
+        return cls(served.process.stdout, served.process.stdin)
 
     async def send(self, message: dict[str, Any]) -> None:
         body = json.dumps({"jsonrpc": "2.0", **message}).encode()
@@ -62,7 +67,7 @@ async def complete(lsp: MiniLsp) -> str:
 
 async def test_lsp_and_http_share_one_engine() -> None:
     async with serve_http("--stdio", stdin=True) as served, aiohttp.ClientSession() as http:
-        lsp = MiniLsp(served)
+        lsp = MiniLsp.over_stdio(served)
         await lsp.start()
         assert await complete(lsp) == FAKE_TEXT
         async with http.post(served.url + "/infill", json={"input_prefix": "y = "}) as response:
@@ -81,7 +86,7 @@ async def test_lsp_and_http_share_one_engine() -> None:
 async def test_a_disconnected_http_client_is_cancelled_on_the_shared_engine() -> None:
     slow = {"GROUNDSPEC_FAKE_TEXT": "x" * 400, "GROUNDSPEC_FAKE_DELAY_MS": "20"}
     async with serve_http("--stdio", stdin=True, **slow) as served:
-        lsp = MiniLsp(served)
+        lsp = MiniLsp.over_stdio(served)
         await lsp.start()
         async with aiohttp.ClientSession() as http:
             body = {"input_prefix": "a = ", "n_predict": 400}
@@ -95,3 +100,27 @@ async def test_a_disconnected_http_client_is_cancelled_on_the_shared_engine() ->
             await asyncio.sleep(0.05)
         assert stats["cancelled"] == 1
         await lsp.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def test_http_beside_lsp_over_tcp() -> None:
+    port = free_port()
+    async with serve_http("--tcp", f"{port}") as served, aiohttp.ClientSession() as http:
+        for _ in range(100):
+            if b"LSP listening on 127.0.0.1:%d" % port in b"".join(served.log):
+                break
+            await asyncio.sleep(0.05)
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        lsp = MiniLsp(reader, writer)
+        await lsp.start()
+        assert await complete(lsp) == FAKE_TEXT
+        async with http.post(served.url + "/completion", json={"prompt": "z = "}) as response:
+            assert (await response.json())["content"] == FAKE_TEXT
+        await lsp.stop()
+        writer.close()
+        assert await asyncio.wait_for(served.process.wait(), timeout=10) == 0
