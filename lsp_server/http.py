@@ -162,6 +162,9 @@ class FrontDoor:
     # -- llama-server ---------------------------------------------------------------
 
     async def health(self, request: web.Request) -> web.Response:
+        # Beside the LSP server the engine starts with the first LSP client or the
+        # first HTTP request, /health included: a client polling it wants the engine.
+        self.gate.ensure_loading()
         state = self.gate.state
         if state == "ready":
             return json_response({"status": "ok"})
