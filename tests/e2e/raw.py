@@ -15,7 +15,7 @@ import threading
 import time
 from typing import Any
 
-SERVER = [sys.executable, "-m", "lsp_server", "--fake"]
+SERVER = [sys.executable, "-m", "lsp_server"]
 
 
 def frame(message: Any) -> bytes:
@@ -26,17 +26,17 @@ def frame(message: Any) -> bytes:
 class RawServer:
     """`groundspec serve --fake` as a subprocess, with a thread collecting its messages."""
 
-    def __init__(self, env: dict[str, str] | None = None, args: list[str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, *, fake: bool = True) -> None:
         base = dict(os.environ)
         base.update(
-            GROUNDSPEC_FAKE_ENGINE="1",
+            GROUNDSPEC_FAKE_ENGINE="1" if fake else "0",
             GROUNDSPEC_FAKE_DELAY_MS="0",
             XDG_CONFIG_HOME="/nonexistent-groundspec-test",
             PYTHONPATH=os.getcwd(),
-            **(env or {}),
         )
+        base.update(env or {})
         self.proc = subprocess.Popen(
-            SERVER + (args or []),
+            SERVER + (["--fake"] if fake else []),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
