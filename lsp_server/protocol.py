@@ -169,6 +169,12 @@ class FrameReader:
                 break
         body = bytes(self._buf[:length])
         del self._buf[:length]
+        # A header line inside a body means the frame before it lost its body
+        # (or had a wrong length): give the next frame back instead of eating it.
+        match = self._HEADER_LINE.search(body) if b"\n" in body else None
+        if match is not None:
+            self._buf[:0] = body[match.start() :]
+            body = body[: match.start()]
         return body
 
     def _overlong(self) -> int | None:

@@ -40,6 +40,11 @@ async def test_malformed_headers_are_skipped_up_to_the_next_good_frame() -> None
         assert (await bodies(junk + framed(GOOD)))[-1] == GOOD, junk
 
 
+async def test_a_header_without_its_body_does_not_eat_the_next_frame() -> None:
+    data = b"Content-Length: 30\r\n\r\n" + framed(GOOD)
+    assert await bodies(data) == [b"", GOOD]
+
+
 async def test_lf_only_headers_and_stray_blank_lines_are_accepted() -> None:
     data = b"\r\n" + b"content-length: %d\n\n" % len(GOOD) + GOOD + framed(GOOD)
     assert await bodies(data) == [GOOD, GOOD]
