@@ -6,6 +6,7 @@ inline (`text`, `languageId`), so scripts can use the daemon without didOpen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -100,6 +101,7 @@ class Resolved:
     path: str | None
     uri: str | None
     version: int | None
+    document: Document | None = None  # its tree saves the engine a parse
 
 
 def parse(params: Any, kind: type[msgspec.Struct]) -> Any:
@@ -134,9 +136,8 @@ def resolve(source: _Source, documents: DocumentStore) -> Resolved:
 
 def resolved(doc: Document, path: str | None = None) -> Resolved:
     """An open document's current text as a request source."""
-    return Resolved(
-        doc.text, doc.index, doc.language_id, path or _path_of(doc.uri), doc.uri, doc.version
-    )
+    path = path or _path_of(doc.uri)
+    return Resolved(doc.text, doc.index, doc.language_id, path, doc.uri, doc.version, doc)
 
 
 def offset(index: LineIndex, position: types.Position) -> int:
@@ -164,7 +165,13 @@ def completion_request(
         max_tokens=_pick(params and params.max_tokens, options.max_tokens),
         speculation=_pick(params and params.speculation, options.speculation),
         temperature=_pick(params and params.temperature, options.temperature),
+        tree=_tree_of(src),
     )
+
+
+def _tree_of(src: Resolved) -> Callable[[], Any] | None:
+    doc, text = src.document, src.text
+    return (lambda: doc.syntax_tree(text)) if doc is not None else None
 
 
 def refactor_request(

@@ -122,6 +122,21 @@ class Worker:
                 job.future.set_result(job.context.run(job.fn))
             except BaseException as exc:  # delivered to the awaiting handler
                 job.future.set_exception(exc)
+            finally:
+                self._finished(job)
+
+    def _finished(self, job: _Job) -> None:
+        # Forget the job: a finished job must not be cancelled by the next
+        # foreground submit, nor keep its request (a 2 MB text) alive.
+        with self._cond:
+            if self._running is job:
+                self._running = None
+                self._running_background = False
+
+    @property
+    def busy(self) -> bool:
+        with self._cond:
+            return self._running is not None
 
 
 class EngineHost:
@@ -233,6 +248,11 @@ class Scheduler:
         """Complete at the cursor. Raises Cancelled if a newer request for `key` came."""
         prefix, suffix = request.text[: request.cursor], request.text[request.cursor :]
         if key is not None and (hit := self.cache.lookup(key, prefix, suffix)) is not None:
+            # Still newest-wins: an older completion running for this document
+            # would otherwise keep the one worker busy for nothing.
+            if (previous := self._latest.pop(key, None)) is not None:
+                previous.cancel()
+                self.superseded += 1
             self.cache_hits += 1
             return CompletionResult(text=hit, stats=Stats(speculation="cache"))
         token = self._supersede(key)

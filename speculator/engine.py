@@ -19,6 +19,7 @@ from .models import Model, check_same_vocab, resolve_path
 from .postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
 from .prompt import PREFIX_BUDGET_CHARS, FimPrompt, build_fim, build_refactor
 from .session import Logits, Session, SyncResult
+from .syntax import MAX_DOCUMENT_CHARS
 from .totals import Totals
 from .types import (
     Cancelled,
@@ -34,8 +35,6 @@ from .types import (
 )
 
 log = logging.getLogger(__name__)
-
-MAX_DOCUMENT_CHARS = 5_000_000
 
 
 class SpeculativeEngine:
@@ -102,7 +101,7 @@ class SpeculativeEngine:
             raise EngineError(
                 f"position is outside the document (offset {request.cursor} of {len(request.text)})"
             )
-        grounding = Grounding(request.text, request.language_id)
+        grounding = _grounding(request)
         fim = self._fim_prompt(request, grounding)
         sync, logits = self.session.sync(
             self._tokenize_segments(fim), shift_reuse=self.shift_reuse, cancel=cancel
@@ -127,7 +126,7 @@ class SpeculativeEngine:
         again (moved KV grows staler with every character typed before it).
         A cancelled warm-up keeps what it evaluated so far."""
         _check_text(request.text)
-        fim = self._fim_prompt(request, Grounding(request.text, request.language_id))
+        fim = self._fim_prompt(request, _grounding(request))
         sync, _ = self.session.sync(self._tokenize_segments(fim), shift_reuse=False, cancel=cancel)
         return sync.evaluated
 
@@ -280,6 +279,11 @@ class SpeculativeEngine:
         self._totals.record(stats, outcome.per_drafter)
         log.info("request done: %s", msgspec.json.encode(stats).decode())
         return stats
+
+
+def _grounding(request: CompletionRequest) -> Grounding:
+    tree = request.tree() if request.tree is not None else None
+    return Grounding(request.text, request.language_id, tree)
 
 
 def _check_text(text: str) -> None:
