@@ -20,11 +20,11 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 import msgspec
 from aiohttp import web
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.io_ import StdoutWriter
 
 from speculator.types import (
     Cancelled,
@@ -47,6 +47,7 @@ from .scheduler import EngineUnavailable
 from .service import CompletionService
 
 if TYPE_CHECKING:
+    from .protocol import GroundspecProtocol
     from .server import GroundspecServer
 
 log = logging.getLogger(__name__)
@@ -605,8 +606,8 @@ def run_with_lsp(
 ) -> None:
     """HTTP beside the LSP server (stdio, or `--tcp`) in one process and one loop.
 
-    pygls' start_io/start_tcp run their own loop, so this runs pygls' message
-    loop itself, next to aiohttp. Ends the process like run_server: 0 after
+    GroundspecServer.start_io/start_tcp each run a loop of their own, so this runs
+    the protocol's message loop (protocol.py's framing) itself, next to aiohttp. Ends the process like run_server: 0 after
     shutdown + exit, 1 if the LSP client went away without them."""
     from .server import create_server, parse_tcp
 
@@ -635,11 +636,14 @@ def run_with_lsp(
         os._exit(code)
 
 
+def _protocol(ls: GroundspecServer) -> GroundspecProtocol:
+    return cast("GroundspecProtocol", ls.protocol)
+
+
 async def _serve_lsp_stdio(ls: GroundspecServer) -> None:
-    ls._stop_event = stop = threading.Event()  # what pygls' start_io sets up
-    reader = StdinAsyncReader(sys.stdin.buffer, ls.thread_pool)
+    ls._stop_event = stop = threading.Event()  # as GroundspecServer.start_io sets up
     ls.protocol.set_writer(StdoutWriter(sys.stdout.buffer))
-    await run_async(stop, reader, ls.protocol, log, ls.report_server_error)
+    await _protocol(ls).serve_stdio(sys.stdin.buffer.fileno(), stop)
 
 
 async def _serve_lsp_tcp(ls: GroundspecServer, host: str, port: int) -> None:
@@ -648,7 +652,7 @@ async def _serve_lsp_tcp(ls: GroundspecServer, host: str, port: int) -> None:
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         ls.protocol.set_writer(writer)  # type: ignore[arg-type]
-        await run_async(stop, reader, ls.protocol, log, ls.report_server_error)
+        await _protocol(ls).serve_stream(reader, stop)
         finished.set()
 
     server = await asyncio.start_server(connection, host, port)
