@@ -63,7 +63,7 @@ def post(url: str, body: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     data = json.dumps(body).encode()
     request = urllib.request.Request(url + "/infill", data, {"Content-Type": "application/json"})
     started = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=120) as response:
+    with urllib.request.urlopen(request, timeout=900) as response:
         raw = response.read()
     return (time.perf_counter() - started) * 1000, json.loads(raw)
 

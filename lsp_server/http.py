@@ -208,10 +208,9 @@ class FrontDoor:
         slot = slot_key(request, body.id_slot)
         stream = await start_stream(request) if body.stream else None
         result = await self._complete(completion, slot, extra)
-        done = wire.finish(
-            result.text, body.stop or [], getattr(body, "n_indent", 0), max_tokens,
-            result.stats.generated_tokens,
-        )  # fmt: skip
+        n_indent = body.n_indent if isinstance(body, wire.InfillBody) else 0
+        generated = result.stats.generated_tokens
+        done = wire.finish(result.text, body.stop or [], n_indent, max_tokens, generated)
         settings = self._settings(body, max_tokens)
         payload = wire.llama_completion(
             result,
