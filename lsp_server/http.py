@@ -54,7 +54,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a document plus its extra context; more is refused (413)
-STREAM_KEY = "groundspec.stream"
+STREAM_KEY = web.RequestKey("groundspec.stream", web.StreamResponse)
 
 
 class EngineGate(Protocol):

@@ -91,6 +91,19 @@ async def test_engine_errors_are_400_and_crashes_are_500_without_stopping() -> N
                 assert response.status == 200
 
 
+async def test_an_error_after_the_stream_started_is_an_error_event() -> None:
+    async for url in _serve(StubGate("ready", FailingEngine())):
+        async with aiohttp.ClientSession() as http:
+            body = {"prompt": "x", "stream": True}
+            async with http.post(url + "/v1/completions", json=body) as response:
+                assert response.status == 200  # the status line went out before the engine ran
+                events = (await response.text()).strip().split("\n\n")
+    assert events == [
+        'data: {"error":{"code":500,"message":"internal error; see the server log",'
+        '"type":"server_error"}}'
+    ]
+
+
 async def test_input_extra_and_the_slot_reach_the_engine_gate() -> None:
     gate = StubGate("ready", FakeEngine())
     async for url in _serve(gate):
