@@ -9,6 +9,8 @@ import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
+import aiohttp
+
 from .conftest import server_env
 
 GROUNDSPEC = [sys.executable, "-c", "from lsp_server.cli import main; main()"]
@@ -37,11 +39,25 @@ async def _drain(process: asyncio.subprocess.Process, log: list[bytes]) -> None:
         log.append(line)
 
 
+async def wait_ready(url: str, timeout: float = 180) -> None:
+    """Poll /health until the models are loaded (it says 503 while they load)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    async with aiohttp.ClientSession() as http:
+        while True:
+            async with http.get(url + "/health") as response:
+                if response.status == 200:
+                    return
+            assert loop.time() < deadline, "the models did not load in time"
+            await asyncio.sleep(0.05)
+
+
 @contextlib.asynccontextmanager
 async def serve_http(
-    *flags: str, stdin: bool = False, fake: bool = True, **env: str
+    *flags: str, stdin: bool = False, fake: bool = True, ready: bool = True, **env: str
 ) -> AsyncIterator[Served]:
-    """The server on a free loopback port; stopped (SIGTERM, or stdin closed) after."""
+    """The server on a free loopback port, loaded unless `ready` is False; stopped
+    (SIGTERM, or stdin closed) after."""
     process = await asyncio.create_subprocess_exec(
         *GROUNDSPEC,
         "serve",
@@ -58,6 +74,8 @@ async def serve_http(
     url = await asyncio.wait_for(_read_url(process, log), timeout=30)
     drain = asyncio.create_task(_drain(process, log))
     try:
+        if ready:
+            await wait_ready(url)
         yield Served(url, process, log)
     finally:
         if process.returncode is None:

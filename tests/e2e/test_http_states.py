@@ -124,7 +124,7 @@ async def test_input_extra_and_the_slot_reach_the_engine_gate() -> None:
 async def test_a_failed_load_makes_health_503(tmp_path: Any) -> None:
     missing = str(tmp_path / "missing.gguf")
     env = {"GROUNDSPEC_FAKE_ENGINE": "0", "GROUNDSPEC_TARGET_MODEL": missing}
-    async with serve_http(fake=False, **env) as served:
+    async with serve_http(fake=False, ready=False, **env) as served:
         async with aiohttp.ClientSession() as http:
             for _ in range(100):  # loading fails quickly: the file is not there
                 async with http.get(served.url + "/health") as response:
