@@ -169,13 +169,27 @@ class FrameReader:
                 break
         body = bytes(self._buf[:length])
         del self._buf[:length]
-        # A header line inside a body means the frame before it lost its body
-        # (or had a wrong length): give the next frame back instead of eating it.
-        match = self._HEADER_LINE.search(body) if b"\n" in body else None
-        if match is not None:
-            self._buf[:0] = body[match.start() :]
-            body = body[: match.start()]
+        if (cut := self._resync_point(body)) is not None:
+            self._buf[:0] = body[cut:]
+            body = body[:cut]
         return body
+
+    def _resync_point(self, body: bytes) -> int | None:
+        """Where the next frame may start inside a broken body (its length was wrong).
+
+        JSON cannot hold a raw newline inside a string, so a raw-newline-ended
+        header line in a body is the next frame, and the lines after the first
+        newline of a body that is not JSON go back to the header reader."""
+        if b"\n" not in body:
+            return None
+        match = self._HEADER_LINE.search(body)
+        if match is not None:
+            return match.start()
+        try:
+            json.loads(body)
+        except ValueError:
+            return body.index(b"\n") + 1
+        return None
 
     def _overlong(self) -> int | None:
         """Where the body ends if the stalled buffer shows the length was wrong."""
