@@ -48,6 +48,7 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 SERVER_NOT_INITIALIZED = -32002
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a 2M-character document escapes to ~12 MB at most
+HIGH_WATER_BYTES = 1024 * 1024  # read-ahead before the stdin reader waits
 STALL_S = 0.3  # an incomplete body this long idle may have a wrong length
 
 
@@ -95,6 +96,12 @@ class FrameReader:
         self._buf = bytearray()
         self._eof = False
         self._more = asyncio.Event()
+        # Back-pressure for a reader thread: bytes handed over and not yet
+        # consumed, and whether the parser waits for more (a body larger
+        # than the high-water mark must still be read whole).
+        self._room = threading.Condition()
+        self._queued = 0
+        self._hungry = False
 
     def feed(self, data: bytes) -> None:
         self._buf += data
@@ -109,12 +116,41 @@ class FrameReader:
         length = await self._header()
         return None if length is None else await self._body(length)
 
+    def wait_for_room(self) -> None:
+        """Block the calling (reader) thread while a megabyte waits to be parsed:
+        a client that floods the pipe is slowed down, not buffered in memory."""
+        with self._room:
+            self._room.wait_for(lambda: self._queued < HIGH_WATER_BYTES or self._hungry)
+
+    def add_queued(self, size: int) -> None:
+        with self._room:
+            self._queued += size
+
+    def _take(self, size: int) -> bytes:
+        data = bytes(self._buf[:size])
+        del self._buf[:size]
+        with self._room:
+            self._queued -= len(data)
+            self._room.notify()
+        return data
+
+    def _give_back(self, data: bytes) -> None:
+        self._buf[:0] = data
+        with self._room:
+            self._queued += len(data)
+
     async def _wait(self, timeout: float | None = None) -> bool:
         self._more.clear()
+        with self._room:
+            self._hungry = True
+            self._room.notify()
         try:
             await asyncio.wait_for(self._more.wait(), timeout)
         except TimeoutError:
             return False
+        finally:
+            with self._room:
+                self._hungry = False
         return True
 
     async def _line(self) -> bytes | None:
@@ -122,9 +158,7 @@ class FrameReader:
             if self._eof:
                 return None
             await self._wait()
-        line = bytes(self._buf[: end + 1])
-        del self._buf[: end + 1]
-        return line
+        return self._take(end + 1)
 
     async def _header(self) -> int | None:
         length: int | None = None
@@ -167,10 +201,9 @@ class FrameReader:
                 log.warning("Content-Length %d was too large; read %d bytes", length, cut)
                 length = cut
                 break
-        body = bytes(self._buf[:length])
-        del self._buf[:length]
+        body = self._take(length)
         if (cut := self._resync_point(body)) is not None:
-            self._buf[:0] = body[cut:]
+            self._give_back(body[cut:])
             body = body[:cut]
         return body
 
@@ -369,13 +402,19 @@ class GroundspecProtocol(LanguageServerProtocol):
         """Handle messages until the stream ends or `exit` (SystemExit) arrives."""
         while not stop.is_set() and (body := await frames.next_body()) is not None:
             self.receive(body)
+            # Let started requests, timers and reads run between buffered messages.
+            await asyncio.sleep(0)
 
     async def serve_stdio(self, stdin_fd: int, stop: threading.Event) -> None:
         frames = FrameReader()
         loop = asyncio.get_running_loop()
 
         def pump() -> None:  # a thread: a blocking read of stdin never stalls the loop
-            while data := _read(stdin_fd):
+            while True:
+                frames.wait_for_room()
+                if not (data := _read(stdin_fd)):
+                    break
+                frames.add_queued(len(data))
                 loop.call_soon_threadsafe(frames.feed, data)
             loop.call_soon_threadsafe(frames.feed_eof)
 
