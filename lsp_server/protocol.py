@@ -335,6 +335,9 @@ class GroundspecProtocol(LanguageServerProtocol):
             return
         if "method" in data and not self._admit(data):
             return
+        if "method" not in data and not _valid_id(data.get("id")):
+            log.warning("dropped a response without a valid id")
+            return
         try:
             message = self._structure(data)
         except Answered:
@@ -383,6 +386,9 @@ class GroundspecProtocol(LanguageServerProtocol):
             detail = _first_error(exc)
             if method is not None and "id" in data:
                 self._reply_error(msg_id, INVALID_PARAMS, f"invalid params for {method}: {detail}")
+            elif method is None and (waiting := self._request_futures.pop(msg_id, None)):
+                # A broken answer to our own request: fail it rather than wait forever.
+                waiting.set_exception(JsonRpcException(f"malformed response: {detail}"))
             else:
                 log.warning("dropped a malformed %s: %s", method or "response", detail)
             raise Answered() from None
@@ -401,7 +407,10 @@ class GroundspecProtocol(LanguageServerProtocol):
     async def serve(self, frames: FrameReader, stop: threading.Event) -> None:
         """Handle messages until the stream ends or `exit` (SystemExit) arrives."""
         while not stop.is_set() and (body := await frames.next_body()) is not None:
-            self.receive(body)
+            try:
+                self.receive(body)
+            except Exception:  # a bug of ours must not end the connection
+                log.exception("could not handle a message")
             # Let started requests, timers and reads run between buffered messages.
             await asyncio.sleep(0)
 

@@ -198,6 +198,10 @@ class Client:
             None,
             {"textDocument": {"uri": scratch}, "contentChanges": [{"text": 3}]},
         ]
+        if self.rng.random() < 0.2:  # an answer to a request the server never sent
+            bogus_id = self.rng.choice([[1], {"a": 1}, None, 2.5, "nope", 10**30])
+            self.send({"jsonrpc": "2.0", "id": bogus_id, "result": self.rng.choice(bad)})
+            return
         method = self.rng.choice(["textDocument/didChange", "textDocument/didOpen", "unknown/n"])
         self.notify(method, self.rng.choice(bad))
 
