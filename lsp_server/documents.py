@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 Change = types.TextDocumentContentChangeEvent
 # Arguments of tree_sitter.Tree.edit: start, old end, new end (bytes), then the same as points.
 TreeEdit = tuple[int, int, int, tuple[int, int], tuple[int, int], tuple[int, int]]
+# Tree edits kept for the next incremental parse; past this many (a document
+# edited for a long time without a completion) the next parse starts afresh.
+MAX_PENDING_EDITS = 256
 
 
 class DocumentError(Exception):
@@ -162,6 +165,8 @@ class Document:
                 self._pending = None  # the next parse starts from scratch
             elif self._pending is not None:
                 self._pending += edits
+                if len(self._pending) > MAX_PENDING_EDITS:
+                    self._pending = None
             self.problem = problem
 
 

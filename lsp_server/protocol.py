@@ -48,6 +48,7 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 SERVER_NOT_INITIALIZED = -32002
 MAX_BODY_BYTES = 64 * 1024 * 1024  # a 2M-character document escapes to ~12 MB at most
+HIGH_WATER_BYTES = 1024 * 1024  # read-ahead before the stdin reader waits
 STALL_S = 0.3  # an incomplete body this long idle may have a wrong length
 
 
@@ -95,6 +96,12 @@ class FrameReader:
         self._buf = bytearray()
         self._eof = False
         self._more = asyncio.Event()
+        # Back-pressure for a reader thread: bytes handed over and not yet
+        # consumed, and whether the parser waits for more (a body larger
+        # than the high-water mark must still be read whole).
+        self._room = threading.Condition()
+        self._queued = 0
+        self._hungry = False
 
     def feed(self, data: bytes) -> None:
         self._buf += data
@@ -109,12 +116,41 @@ class FrameReader:
         length = await self._header()
         return None if length is None else await self._body(length)
 
+    def wait_for_room(self) -> None:
+        """Block the calling (reader) thread while a megabyte waits to be parsed:
+        a client that floods the pipe is slowed down, not buffered in memory."""
+        with self._room:
+            self._room.wait_for(lambda: self._queued < HIGH_WATER_BYTES or self._hungry)
+
+    def add_queued(self, size: int) -> None:
+        with self._room:
+            self._queued += size
+
+    def _take(self, size: int) -> bytes:
+        data = bytes(self._buf[:size])
+        del self._buf[:size]
+        with self._room:
+            self._queued -= len(data)
+            self._room.notify()
+        return data
+
+    def _give_back(self, data: bytes) -> None:
+        self._buf[:0] = data
+        with self._room:
+            self._queued += len(data)
+
     async def _wait(self, timeout: float | None = None) -> bool:
         self._more.clear()
+        with self._room:
+            self._hungry = True
+            self._room.notify()
         try:
             await asyncio.wait_for(self._more.wait(), timeout)
         except TimeoutError:
             return False
+        finally:
+            with self._room:
+                self._hungry = False
         return True
 
     async def _line(self) -> bytes | None:
@@ -122,9 +158,7 @@ class FrameReader:
             if self._eof:
                 return None
             await self._wait()
-        line = bytes(self._buf[: end + 1])
-        del self._buf[: end + 1]
-        return line
+        return self._take(end + 1)
 
     async def _header(self) -> int | None:
         length: int | None = None
@@ -167,15 +201,28 @@ class FrameReader:
                 log.warning("Content-Length %d was too large; read %d bytes", length, cut)
                 length = cut
                 break
-        body = bytes(self._buf[:length])
-        del self._buf[:length]
-        # A header line inside a body means the frame before it lost its body
-        # (or had a wrong length): give the next frame back instead of eating it.
-        match = self._HEADER_LINE.search(body) if b"\n" in body else None
-        if match is not None:
-            self._buf[:0] = body[match.start() :]
-            body = body[: match.start()]
+        body = self._take(length)
+        if (cut := self._resync_point(body)) is not None:
+            self._give_back(body[cut:])
+            body = body[:cut]
         return body
+
+    def _resync_point(self, body: bytes) -> int | None:
+        """Where the next frame may start inside a broken body (its length was wrong).
+
+        JSON cannot hold a raw newline inside a string, so a raw-newline-ended
+        header line in a body is the next frame, and the lines after the first
+        newline of a body that is not JSON go back to the header reader."""
+        if b"\n" not in body:
+            return None
+        match = self._HEADER_LINE.search(body)
+        if match is not None:
+            return match.start()
+        try:
+            json.loads(body)
+        except ValueError:
+            return body.index(b"\n") + 1
+        return None
 
     def _overlong(self) -> int | None:
         """Where the body ends if the stalled buffer shows the length was wrong."""
@@ -288,6 +335,9 @@ class GroundspecProtocol(LanguageServerProtocol):
             return
         if "method" in data and not self._admit(data):
             return
+        if "method" not in data and not _valid_id(data.get("id")):
+            log.warning("dropped a response without a valid id")
+            return
         try:
             message = self._structure(data)
         except Answered:
@@ -336,6 +386,9 @@ class GroundspecProtocol(LanguageServerProtocol):
             detail = _first_error(exc)
             if method is not None and "id" in data:
                 self._reply_error(msg_id, INVALID_PARAMS, f"invalid params for {method}: {detail}")
+            elif method is None and (waiting := self._request_futures.pop(msg_id, None)):
+                # A broken answer to our own request: fail it rather than wait forever.
+                waiting.set_exception(JsonRpcException(f"malformed response: {detail}"))
             else:
                 log.warning("dropped a malformed %s: %s", method or "response", detail)
             raise Answered() from None
@@ -354,14 +407,23 @@ class GroundspecProtocol(LanguageServerProtocol):
     async def serve(self, frames: FrameReader, stop: threading.Event) -> None:
         """Handle messages until the stream ends or `exit` (SystemExit) arrives."""
         while not stop.is_set() and (body := await frames.next_body()) is not None:
-            self.receive(body)
+            try:
+                self.receive(body)
+            except Exception:  # a bug of ours must not end the connection
+                log.exception("could not handle a message")
+            # Let started requests, timers and reads run between buffered messages.
+            await asyncio.sleep(0)
 
     async def serve_stdio(self, stdin_fd: int, stop: threading.Event) -> None:
         frames = FrameReader()
         loop = asyncio.get_running_loop()
 
         def pump() -> None:  # a thread: a blocking read of stdin never stalls the loop
-            while data := _read(stdin_fd):
+            while True:
+                frames.wait_for_room()
+                if not (data := _read(stdin_fd)):
+                    break
+                frames.add_queued(len(data))
                 loop.call_soon_threadsafe(frames.feed, data)
             loop.call_soon_threadsafe(frames.feed_eof)
 

@@ -43,6 +43,7 @@ class RawServer:
             env=base,
         )
         self.messages: queue.Queue[dict[str, Any]] = queue.Queue()
+        self.answered_at: dict[Any, float] = {}  # when each answer arrived (perf_counter)
         self.stderr: list[bytes] = []
         threading.Thread(target=self._read_stdout, daemon=True).start()
         threading.Thread(target=self._read_stderr, daemon=True).start()
@@ -58,7 +59,10 @@ class RawServer:
                     length = int(line.split(b":")[1])
             if not line or length is None:
                 return
-            self.messages.put(json.loads(out.read(length)))
+            message = json.loads(out.read(length))
+            if "method" not in message:
+                self.answered_at[message.get("id")] = time.perf_counter()
+            self.messages.put(message)
 
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None

@@ -134,3 +134,10 @@ def test_framing_answers_match_requests(server: RawServer) -> None:
     server.send_bytes(data[10:])
     for msg_id in (501, 502, 503):
         assert server.answer(msg_id)["id"] == msg_id
+
+
+def test_broken_responses_from_the_client_are_dropped(server: RawServer) -> None:
+    for msg_id in ([1], {"a": 1}, None, 3.5, "unknown"):
+        server.send({"jsonrpc": "2.0", "id": msg_id, "result": {"x": 1}})
+        server.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": "bad"}})
+    assert "result" in server.call("groundspec/stats", {})

@@ -26,6 +26,7 @@ from e2e.raw import RawServer, frame
 
 MESSAGES = int(os.environ.get("GROUNDSPEC_FUZZ_MESSAGES", "3000"))
 SEED = int(os.environ.get("GROUNDSPEC_FUZZ_SEED", "11"))
+DUMP = os.environ.get("GROUNDSPEC_FUZZ_DUMP")  # a file for the bytes sent, to replay a failure
 PIECES = [
     "a",
     "x = 1",
@@ -81,6 +82,7 @@ class Client:
         self.next_id = 0
         self.mismatches: list[str] = []
         self.requests: dict[Any, bytes] = {}  # what was sent, for the failure message
+        self.stream: list[bytes] = []  # everything sent, when GROUNDSPEC_FUZZ_DUMP is set
 
     # -- sending ------------------------------------------------------------------
 
@@ -89,8 +91,11 @@ class Client:
         return self.next_id if self.rng.random() < 0.8 else f"s{self.next_id}"
 
     def send(self, message: Any, raw: bytes | None = None) -> None:
-        self.server.send_bytes(raw if raw is not None else frame(message))
+        data = raw if raw is not None else frame(message)
+        self.server.send_bytes(data)
         self.sent += 1
+        if DUMP:
+            self.stream.append(data)
 
     def request(self, method: str, params: Any, snapshot: str | None = None) -> Any:
         msg_id = self.new_id()
@@ -193,6 +198,10 @@ class Client:
             None,
             {"textDocument": {"uri": scratch}, "contentChanges": [{"text": 3}]},
         ]
+        if self.rng.random() < 0.2:  # an answer to a request the server never sent
+            bogus_id = self.rng.choice([[1], {"a": 1}, None, 2.5, "nope", 10**30])
+            self.send({"jsonrpc": "2.0", "id": bogus_id, "result": self.rng.choice(bad)})
+            return
         method = self.rng.choice(["textDocument/didChange", "textDocument/didOpen", "unknown/n"])
         self.notify(method, self.rng.choice(bad))
 
@@ -295,6 +304,9 @@ def test_fuzz_the_server_over_stdio() -> None:
         assert client.alive(), b"".join(server.stderr)[-2000:]
         assert server.close() == 0
     finally:
+        if DUMP:
+            with open(DUMP, "wb") as out:
+                out.write(b"".join(client.stream))
         if server.proc.poll() is None:
             server.proc.kill()
     duplicates = {k: n for k, n in client.answers.items() if n > 1}

@@ -45,6 +45,11 @@ async def test_a_header_without_its_body_does_not_eat_the_next_frame() -> None:
     assert await bodies(data) == [b"", GOOD]
 
 
+async def test_a_bodiless_header_before_junk_does_not_eat_the_next_frame() -> None:
+    data = b"Content-Length: 33\r\n\r\n" + b"{not json at all}\r\n\r\n" + framed(GOOD)
+    assert (await bodies(data))[-1] == GOOD
+
+
 async def test_lf_only_headers_and_stray_blank_lines_are_accepted() -> None:
     data = b"\r\n" + b"content-length: %d\n\n" % len(GOOD) + GOOD + framed(GOOD)
     assert await bodies(data) == [GOOD, GOOD]
