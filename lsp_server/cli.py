@@ -66,6 +66,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--tcp", metavar="HOST:PORT", help="serve on TCP; binds 127.0.0.1 unless HOST is given"
     )
+    serve.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve llama-server/OpenAI-compatible HTTP; binds 127.0.0.1 unless HOST is given "
+        "(alone: HTTP only; with --tcp or --stdio: beside the LSP server)",
+    )
+    serve.add_argument("--stdio", action="store_true", help="LSP on stdio (the default)")
     serve.add_argument("--log-file", help="write logs here instead of stderr")
     serve.add_argument("--config", help="config file (default ~/.config/groundspec/config.toml)")
     _engine_flags(serve)
@@ -171,6 +178,21 @@ def run_serve(args: argparse.Namespace) -> int:
         if getattr(args, flag) is not None:
             os.environ[env] = str(getattr(args, flag))
     config = load_startup_config(args.config, fake=args.fake)
+    if args.http:
+        from .http import parse_http, run_http, run_with_lsp
+        from .server import parse_tcp
+
+        try:
+            parse_http(args.http)
+            if args.tcp:
+                parse_tcp(args.tcp)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if args.tcp or args.stdio:
+            run_with_lsp(config, args.http, tcp=args.tcp, log_file=args.log_file)
+        else:
+            run_http(config, args.http, log_file=args.log_file)
+        return 0
     run_server(config, tcp=args.tcp, log_file=args.log_file)
     return 0
 

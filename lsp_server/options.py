@@ -15,6 +15,7 @@ from typing import Annotated, Any, TypeVar
 import msgspec
 
 from speculator.config import EngineConfig
+from speculator.syntax import MAX_DOCUMENT_CHARS
 from speculator.types import Speculation
 
 T = TypeVar("T", bound=msgspec.Struct)
@@ -35,7 +36,9 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
     # Warm the KV cache at the cursor after this much idle time (0: never).
     idle_warm_ms: NonNegative = 1500
     # Larger documents are kept in sync but get no completions.
-    max_document_chars: Annotated[int, msgspec.Meta(ge=1)] = 2_000_000
+    max_document_chars: Annotated[int, msgspec.Meta(ge=1, le=MAX_DOCUMENT_CHARS)] = (
+        MAX_DOCUMENT_CHARS
+    )
     # Typed-ahead completion cache entries (one per document in use).
     cache_entries: Annotated[int, msgspec.Meta(ge=0, le=1024)] = 16
     # Index the workspace's files (watchdog) for prompt context and drafting.

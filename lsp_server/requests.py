@@ -6,27 +6,50 @@ inline (`text`, `languageId`), so scripts can use the daemon without didOpen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
-from pygls.uris import to_fs_path
 
 from speculator.types import CompletionRequest, RefactorRequest, Speculation
 
-from .convert import LineIndex, PositionError
-from .documents import DocumentError, DocumentStore, text_problem
+from .convert import LineIndex, PositionError, uri_to_path
+from .documents import Document, DocumentError, DocumentStore, text_problem
 from .options import ServerOptions
 
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 
 
-class RequestFailed(JsonRpcException):
+class ServiceError(Exception):
+    """A request the service cannot serve; `CODE` is its JSON-RPC error code.
+
+    Defined here, not from pygls, so the service can be used without the LSP layer."""
+
+    CODE = -32603  # InternalError
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidParams(ServiceError):
+    CODE = -32602
+
+
+class RequestFailed(ServiceError):
     """LSP's RequestFailed: valid request the server could not serve."""
 
     CODE = -32803
+
+
+class ContentModified(ServiceError):
+    CODE = -32801
+
+
+class RequestCancelled(ServiceError):
+    CODE = -32800
 
 
 class DocumentRef(msgspec.Struct):
@@ -78,6 +101,7 @@ class Resolved:
     path: str | None
     uri: str | None
     version: int | None
+    document: Document | None = None  # its tree saves the engine a parse
 
 
 def parse(params: Any, kind: type[msgspec.Struct]) -> Any:
@@ -89,7 +113,7 @@ def parse(params: Any, kind: type[msgspec.Struct]) -> Any:
     try:
         return msgspec.convert(params, kind)
     except msgspec.ValidationError as exc:
-        raise JsonRpcInvalidParams(f"invalid params: {exc}") from None
+        raise InvalidParams(f"invalid params: {exc}") from None
 
 
 def resolve(source: _Source, documents: DocumentStore) -> Resolved:
@@ -98,12 +122,11 @@ def resolve(source: _Source, documents: DocumentStore) -> Resolved:
         if source.text_document is not None:
             doc = documents.get(source.text_document.uri)
             doc.check_completable()
-            path = source.path or _path_of(doc.uri)
-            return Resolved(doc.text, doc.index, doc.language_id, path, doc.uri, doc.version)
+            return resolved(doc, source.path)
     except DocumentError as exc:
         raise RequestFailed(str(exc)) from None
     if source.text is None:
-        raise JsonRpcInvalidParams("give either textDocument {uri} or text")
+        raise InvalidParams("give either textDocument {uri} or text")
     if (problem := text_problem(source.text, documents.max_chars)) is not None:
         raise RequestFailed(problem)
     return Resolved(
@@ -111,18 +134,24 @@ def resolve(source: _Source, documents: DocumentStore) -> Resolved:
     )
 
 
+def resolved(doc: Document, path: str | None = None) -> Resolved:
+    """An open document's current text as a request source."""
+    path = path or _path_of(doc.uri)
+    return Resolved(doc.text, doc.index, doc.language_id, path, doc.uri, doc.version, doc)
+
+
 def offset(index: LineIndex, position: types.Position) -> int:
     try:
         return index.offset(position)
     except PositionError as exc:
-        raise JsonRpcInvalidParams(f"position out of range: {exc}") from None
+        raise InvalidParams(f"position out of range: {exc}") from None
 
 
 def offsets(index: LineIndex, range_: types.Range) -> tuple[int, int]:
     try:
         return index.offsets(range_)
     except PositionError as exc:
-        raise JsonRpcInvalidParams(f"range out of range: {exc}") from None
+        raise InvalidParams(f"range out of range: {exc}") from None
 
 
 def completion_request(
@@ -136,7 +165,13 @@ def completion_request(
         max_tokens=_pick(params and params.max_tokens, options.max_tokens),
         speculation=_pick(params and params.speculation, options.speculation),
         temperature=_pick(params and params.temperature, options.temperature),
+        tree=_tree_of(src),
     )
+
+
+def _tree_of(src: Resolved) -> Callable[[], Any] | None:
+    doc, text = src.document, src.text
+    return (lambda: doc.syntax_tree(text)) if doc is not None else None
 
 
 def refactor_request(
@@ -160,4 +195,4 @@ def _pick(value: Any, default: Any) -> Any:
 
 
 def _path_of(uri: str) -> str | None:
-    return to_fs_path(uri) if uri.startswith("file:") else None
+    return uri_to_path(uri)

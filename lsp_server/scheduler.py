@@ -122,6 +122,21 @@ class Worker:
                 job.future.set_result(job.context.run(job.fn))
             except BaseException as exc:  # delivered to the awaiting handler
                 job.future.set_exception(exc)
+            finally:
+                self._finished(job)
+
+    def _finished(self, job: _Job) -> None:
+        # Forget the job: a finished job must not be cancelled by the next
+        # foreground submit, nor keep its request (a 2 MB text) alive.
+        with self._cond:
+            if self._running is job:
+                self._running = None
+                self._running_background = False
+
+    @property
+    def busy(self) -> bool:
+        with self._cond:
+            return self._running is not None
 
 
 class EngineHost:
@@ -223,6 +238,7 @@ class Scheduler:
         self.cache = cache
         self._latest: dict[str, CancelToken] = {}
         self._warm_timers: dict[str, asyncio.TimerHandle] = {}
+        self._warm_due: dict[str, tuple[float, Callable[[], CompletionRequest | None]]] = {}
         self.cache_hits = 0
         self.superseded = 0
         self.warms = 0
@@ -233,6 +249,11 @@ class Scheduler:
         """Complete at the cursor. Raises Cancelled if a newer request for `key` came."""
         prefix, suffix = request.text[: request.cursor], request.text[request.cursor :]
         if key is not None and (hit := self.cache.lookup(key, prefix, suffix)) is not None:
+            # Still newest-wins: an older completion running for this document
+            # would otherwise keep the one worker busy for nothing.
+            if (previous := self._latest.pop(key, None)) is not None:
+                previous.cancel()
+                self.superseded += 1
             self.cache_hits += 1
             return CompletionResult(text=hit, stats=Stats(speculation="cache"))
         token = self._supersede(key)
@@ -264,14 +285,36 @@ class Scheduler:
     def schedule_warm(
         self, key: str, build: Callable[[], CompletionRequest | None], delay_s: float
     ) -> None:
-        """Warm the KV cache for `key` once it has been idle for `delay_s`."""
-        if (timer := self._warm_timers.pop(key, None)) is not None:
-            timer.cancel()
+        """Warm the KV cache for `key` once it has been idle for `delay_s`.
+
+        One timer per document, moved forward when it fires early: a timer
+        per keystroke left thousands of cancelled handles in the loop's heap
+        while a burst of edits was read."""
         loop = asyncio.get_running_loop()
-        self._warm_timers[key] = loop.call_later(delay_s, self._warm_now, key, build)
+        due = loop.time() + delay_s
+        self._warm_due[key] = (due, build)
+        timer = self._warm_timers.get(key)
+        if timer is not None and timer.when() <= due:
+            return  # it fires first and re-arms for the new due time
+        if timer is not None:
+            timer.cancel()
+        self._warm_timers[key] = loop.call_at(due, self._warm_fire, key)
+
+    def _warm_fire(self, key: str) -> None:
+        self._warm_timers.pop(key, None)
+        if (entry := self._warm_due.get(key)) is None:
+            return
+        due, build = entry
+        loop = asyncio.get_running_loop()
+        if due > loop.time():
+            self._warm_timers[key] = loop.call_at(due, self._warm_fire, key)
+            return
+        del self._warm_due[key]
+        self._warm_now(key, build)
 
     def forget(self, key: str) -> None:
         """The document closed: stop its work and drop its state."""
+        self._warm_due.pop(key, None)
         if (timer := self._warm_timers.pop(key, None)) is not None:
             timer.cancel()
         if (token := self._latest.pop(key, None)) is not None:
@@ -298,7 +341,6 @@ class Scheduler:
         return token
 
     def _warm_now(self, key: str, build: Callable[[], CompletionRequest | None]) -> None:
-        self._warm_timers.pop(key, None)
         engine = self.host.engine
         if engine is None or key in self._latest:
             return  # not loaded yet, or a completion is already warming it

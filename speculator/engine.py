@@ -19,6 +19,7 @@ from .models import Model, check_same_vocab, resolve_path
 from .postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
 from .prompt import PREFIX_BUDGET_CHARS, FimPrompt, build_fim, build_refactor
 from .session import Logits, Session, SyncResult
+from .syntax import MAX_DOCUMENT_CHARS
 from .totals import Totals
 from .types import (
     Cancelled,
@@ -35,14 +36,12 @@ from .types import (
 
 log = logging.getLogger(__name__)
 
-MAX_DOCUMENT_CHARS = 5_000_000
 # `auto` never lets the draft model catch up on more prompt tokens than this
 # inside a request: its KV is kept in step by warm-ups and keystroke syncs.
 MAX_DRAFT_CATCH_UP = 16
 # A refactor rewrites its selection: output much longer than the selection
 # plus this margin (or the selection's length again) is a runaway.
 REFACTOR_MARGIN_TOKENS = 256
-
 
 class SpeculativeEngine:
     def __init__(self, target: Model, draft: Model | None, config: EngineConfig):
@@ -108,7 +107,7 @@ class SpeculativeEngine:
             raise EngineError(
                 f"position is outside the document (offset {request.cursor} of {len(request.text)})"
             )
-        grounding = Grounding(request.text, request.language_id)
+        grounding = _grounding(request)
         fim = self._fim_prompt(request, grounding)
         segments = self._tokenize_segments(fim)
         sync, logits = self.session.sync(segments, shift_reuse=self.shift_reuse, cancel=cancel)
@@ -133,7 +132,7 @@ class SpeculativeEngine:
         again (moved KV grows staler with every character typed before it).
         A cancelled warm-up keeps what it evaluated so far."""
         _check_text(request.text)
-        fim = self._fim_prompt(request, Grounding(request.text, request.language_id))
+        fim = self._fim_prompt(request, _grounding(request))
         segments = self._tokenize_segments(fim)
         sync, _ = self.session.sync(segments, shift_reuse=False, cancel=cancel)
         if self.draft_session is not None:
@@ -329,6 +328,11 @@ def _refactor_budget(max_tokens: int, selection_tokens: int) -> int:
     more: a runaway (rewriting past the selection, a loop) stops there."""
     runaway = selection_tokens + max(REFACTOR_MARGIN_TOKENS, selection_tokens)
     return min(max(max_tokens, selection_tokens + 64), runaway)
+
+
+def _grounding(request: CompletionRequest) -> Grounding:
+    tree = request.tree() if request.tree is not None else None
+    return Grounding(request.text, request.language_id, tree)
 
 
 def _check_text(text: str) -> None:

@@ -12,52 +12,42 @@ import tree_sitter
 
 from .chunks import identifiers
 from .languages import new_parser
+from .syntax import (
+    MAX_DOCUMENT_CHARS,
+    SCOPE_TYPES,
+    STRING_OR_COMMENT,
+    byte_offset,
+    char_offset,
+    utf8,
+)
 
 log = logging.getLogger(__name__)
-
-SCOPE_TYPES = {
-    "function_definition",
-    "class_definition",
-    "decorated_definition",  # python
-    "function_declaration",
-    "method_definition",
-    "class_declaration",
-    "arrow_function",  # js/ts
-    "method_declaration",
-    "type_declaration",  # go
-    "function_item",
-    "impl_item",
-    "struct_item",
-    "trait_item",  # rust
-}
-STRING_OR_COMMENT = {
-    "string",
-    "string_content",
-    "comment",
-    "template_string",
-    "raw_string_literal",
-    "interpreted_string_literal",
-    "line_comment",
-    "block_comment",
-}
 
 
 class Grounding:
     """A parsed document and the context queries the prompt builder needs."""
 
-    def __init__(self, text: str, language_id: str):
+    def __init__(self, text: str, language_id: str, tree: tree_sitter.Tree | None = None):
+        """`tree`: the document's own tree of exactly `text`, if the caller has one
+        (the server keeps it incrementally parsed); else `text` is parsed here."""
         self.text = text
-        self.tree: tree_sitter.Tree | None = None
-        parser = new_parser(language_id)
-        if parser is not None and len(text) < 2_000_000:
-            self._utf8 = text.encode("utf-8", errors="replace")
-            self.tree = parser.parse(self._utf8)
+        self.tree = tree
+        self._utf8: bytes | None = None
+        if tree is None and len(text) <= MAX_DOCUMENT_CHARS:
+            parser = new_parser(language_id)
+            if parser is not None:
+                self.tree = parser.parse(self._bytes())
+
+    def _bytes(self) -> bytes:
+        if self._utf8 is None:
+            self._utf8 = utf8(self.text)
+        return self._utf8
 
     def _byte(self, offset: int) -> int:
-        return len(self.text[:offset].encode("utf-8", errors="replace"))
+        return byte_offset(self.text, offset)
 
     def _char(self, byte: int) -> int:
-        return len(self._utf8[:byte].decode("utf-8", errors="replace"))
+        return byte if self.text.isascii() else char_offset(self._bytes(), byte)
 
     def top_level_starts(self) -> list[int]:
         """Line numbers where top-level nodes begin: stable window boundaries."""

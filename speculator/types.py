@@ -7,7 +7,8 @@ layer converts UTF-16 line/character positions to offsets before calling in.
 from __future__ import annotations
 
 import threading
-from typing import Literal, Protocol
+from collections.abc import Callable
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -70,6 +71,10 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     top_k: int = 0
     seed: int = 0
     multiline: bool | None = None  # None: decide from the syntax at the cursor
+    # Returns the parsed tree of exactly `text`, or None (the engine then parses
+    # it): the server's documents keep theirs incrementally parsed. Called on
+    # the engine's thread.
+    tree: Callable[[], Any] | None = None
 
 
 class CompletionResult(msgspec.Struct):

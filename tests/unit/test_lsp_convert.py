@@ -61,3 +61,31 @@ def test_range_conversion() -> None:
     assert index.range(13, 21) == rng
     with pytest.raises(PositionError):
         index.offsets(types.Range(start=pos(1, 4), end=pos(0, 0)))
+
+
+def test_lone_surrogates_count_as_one_utf16_unit() -> None:
+    """Issue 11, item 4: a lone surrogate is valid JSON and one unit in the editor."""
+    assert utf16_len("a\ud800b") == 3
+    index = LineIndex("a\ud800b\n")
+    assert index.offset(pos(0, 2)) == 2
+    assert index.position(3) == pos(0, 3)
+
+
+def test_line_index_updated_around_an_edit_equals_a_fresh_one() -> None:
+    import random
+
+    rng = random.Random(11)
+    pieces = ["\r", "\n", "\r\n", "a", "😀", "\ud800", "", "xy\r"]
+    text = "ab\r\ncd\re\nf"
+    index = LineIndex(text)
+    for _ in range(5000):
+        start = rng.randrange(len(text) + 1)
+        end = min(len(text), start + rng.randrange(4))
+        new = "".join(rng.choice(pieces) for _ in range(rng.randrange(3)))
+        edited = text[:start] + new + text[end:]
+        index = index.edited(start, end, new, edited)
+        text = edited
+        assert index.starts == LineIndex(text).starts
+        if len(text) > 200:
+            text = text[:50]
+            index = LineIndex(text)

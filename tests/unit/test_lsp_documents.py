@@ -137,3 +137,56 @@ def test_enclosing_definition_finds_the_function_around_the_cursor() -> None:
     start, end = doc.enclosing_definition(SOURCE.index("return f"))
     assert doc.text[start:end].startswith("def greet") and doc.text[start:end].endswith('👋"')
     assert doc.enclosing_definition(len(SOURCE)) is None
+
+
+def test_lone_surrogates_are_stored_as_sent_and_parsed() -> None:
+    """Issue 11, item 4: didOpen with "a\\ud800b\\n" was never stored."""
+    store = DocumentStore(max_chars=100)
+    item = types.TextDocumentItem(
+        uri="file:///s.py", language_id="python", version=1, text="a\ud800b\n"
+    )
+    doc = store.open(item)
+    assert doc.text == "a\ud800b\n" and doc.tree is not None
+    edit(doc, 1, 1, "\ud83d")
+    edit(doc, 0, 0, "x = '😀'\n")
+    assert doc.text == "x = '😀'\na\ud83d\ud800b\n"
+    assert doc.enclosing_definition(0) is None
+
+
+def test_a_change_batch_is_all_or_nothing() -> None:
+    """Issue 11, item 4: a failing change used to leave the first ones applied."""
+    doc = Document("file:///t.py", "python", 1, "ab\ncd\n", max_chars=100)
+    good = types.TextDocumentContentChangePartial(range=doc.index.range(0, 0), text="X")
+    backwards = types.TextDocumentContentChangePartial(
+        range=types.Range(
+            start=types.Position(line=1, character=1), end=types.Position(line=0, character=0)
+        ),
+        text="Y",
+    )
+    with pytest.raises(DocumentError, match="not applied"):
+        doc.apply([good, backwards], 2)
+    assert doc.text == "ab\ncd\n" and doc.version == 1
+    assert doc.index.starts == LineIndex(doc.text).starts
+
+
+def test_edits_never_parse_and_the_tree_catches_up_when_asked() -> None:
+    """Issue 11, item 5: parsing happens when the tree is asked for, not per edit."""
+    doc = Document("file:///u.py", "python", 1, SOURCE, max_chars=1_000_000)
+    parser = doc._parser
+    calls = []
+
+    class CountingParser:
+        def parse(self, *args):
+            calls.append(1)
+            return parser.parse(*args)
+
+    doc._parser = CountingParser()  # type: ignore[assignment]
+    for i in range(20):
+        edit(doc, i, i, "😀")
+    assert calls == []
+    text = doc.text
+    assert_tree_matches_fresh_parse(doc)
+    assert calls == [1]
+    assert doc.syntax_tree(text) is doc.syntax_tree(text)  # no second parse
+    edit(doc, 0, 0, "x")
+    assert doc.syntax_tree(text) is None  # a stale snapshot gets no tree

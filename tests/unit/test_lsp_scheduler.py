@@ -164,3 +164,28 @@ async def test_a_completion_cancels_a_running_warm_up(setup) -> None:
     assert result.text.startswith("x")
     assert engine.cancelled_warms == 1 and engine.warmed == []
     assert waited < 2.0  # not behind the 5 s warm-up
+
+
+async def test_a_cache_hit_supersedes_the_older_completion_still_running(setup) -> None:
+    """Issue 11, item 7: a typed-ahead hit must still cancel the older request."""
+    scheduler, engine = setup
+    engine.text = "value + 1"
+    await scheduler.complete("doc", request(), debounce_s=0, wait_s=5)  # fills the cache
+    engine.text, engine.delay_ms_per_token = "x" * 200, 5.0  # ~1 s unless cancelled
+    slow = asyncio.create_task(
+        scheduler.complete("doc", request(TEXT + "q"), debounce_s=0, wait_s=5)
+    )
+    await asyncio.sleep(0.1)
+    hit = await scheduler.complete("doc", request(TEXT + "val"), debounce_s=0, wait_s=5)
+    assert hit.stats.speculation == "cache"
+    with pytest.raises(Cancelled):
+        await asyncio.wait_for(slow, timeout=0.5)
+    assert scheduler.superseded == 1
+
+
+async def test_the_worker_forgets_a_finished_job(setup) -> None:
+    """Issue 11, item 7: Worker._running was never cleared."""
+    scheduler, _ = setup
+    await scheduler.complete(None, request(), debounce_s=0, wait_s=5)
+    await asyncio.sleep(0.01)  # the worker clears it right after setting the result
+    assert not scheduler.worker.busy

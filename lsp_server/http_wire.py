@@ -1,0 +1,390 @@
+"""Wire formats of the HTTP front door: llama-server's and OpenAI's request bodies,
+and the responses built from engine results.
+
+Bodies decode into msgspec Structs: unknown fields are ignored (clients send many
+llama-server sampler options we have no use for), a field of the wrong type is a
+clear error naming its JSON path. Responses keep llama-server's key order, since
+some clients read the raw text before decoding it.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from collections import Counter
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from speculator.languages import language_id_for_path
+from speculator.types import CompletionResult, Speculation, Stats
+
+Temperature = Annotated[float, msgspec.Meta(ge=0.0, le=2.0)]
+Probability = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+MAX_PREDICT = 4096  # n_predict / max_tokens above this are clamped
+FINGERPRINT = "groundspec"
+
+
+class BadRequest(Exception):
+    """A request we refuse with 400 and llama-server's error shape."""
+
+
+def decode(body: bytes, kind: type[Any]) -> Any:
+    """Decode a JSON body into `kind`, or raise BadRequest with a readable reason."""
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRequest(f"the request body is not valid UTF-8 (byte {exc.start})") from None
+    try:
+        raw = msgspec.json.decode(body)
+    except msgspec.DecodeError as exc:
+        raise BadRequest(f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise BadRequest("the request body must be a JSON object")
+    try:
+        return msgspec.convert(raw, kind)
+    except msgspec.ValidationError as exc:
+        raise BadRequest(f"invalid request: {exc}") from None
+
+
+# -- llama-server: /infill and /completion ------------------------------------------
+
+
+class ExtraChunk(msgspec.Struct):
+    """One input_extra entry: a piece of another file (llama.vim also sends `time`)."""
+
+    text: str = ""
+    filename: str = ""
+
+
+class _Sampling(msgspec.Struct, kw_only=True):
+    n_predict: Annotated[int, msgspec.Meta(ge=-1)] = -1
+    temperature: Temperature | None = None
+    top_k: int | None = None
+    top_p: Probability | None = None
+    seed: int | None = None
+    samplers: list[str] | str | None = None  # accepted, not used: decoding is our own
+    stop: list[str] | None = None
+    t_max_prompt_ms: float | None = None
+    t_max_predict_ms: float | None = None
+    cache_prompt: bool = True
+    id_slot: int = -1
+    stream: bool = False
+    response_fields: list[str] | None = None
+    # groundspec extensions (llama-server ignores them): what file this is
+    filename: str | None = None
+    language: str | None = None
+    speculation: Speculation | None = None
+
+
+class InfillBody(_Sampling, kw_only=True):
+    input_prefix: str = ""
+    input_suffix: str = ""
+    input_extra: list[ExtraChunk] = msgspec.field(default_factory=list)
+    prompt: str = ""  # the typed part of the current line, after input_prefix
+    n_indent: Annotated[int, msgspec.Meta(ge=0)] = 0
+
+
+class CompletionBody(_Sampling, kw_only=True):
+    prompt: str
+
+
+def guess_language(body: _Sampling, extra: list[ExtraChunk] | None = None) -> str:
+    """The languageId: named, from the file name, or the commonest extra file's."""
+    if body.language:
+        return body.language
+    if body.filename:
+        return language_id_for_path(body.filename)
+    guesses = Counter(language_id_for_path(c.filename) for c in extra or [] if c.filename)
+    guesses.pop("plaintext", None)
+    return guesses.most_common(1)[0][0] if guesses else "plaintext"
+
+
+# -- OpenAI: /v1/completions and /v1/chat/completions -------------------------------
+
+
+class StreamOptions(msgspec.Struct):
+    include_usage: bool = False
+
+
+class _OpenAISampling(msgspec.Struct, kw_only=True):
+    model: str | None = None
+    max_tokens: Annotated[int, msgspec.Meta(ge=-1)] | None = None
+    temperature: Temperature | None = None
+    top_p: Probability | None = None
+    seed: int | None = None
+    stop: str | list[str] | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
+    n: Annotated[int, msgspec.Meta(ge=1, le=8)] = 1
+    user: str | None = None
+    # accepted from llama-server style clients (llama.vscode sends them on chat too)
+    id_slot: int = -1
+    filename: str | None = None
+    language: str | None = None
+    speculation: Speculation | None = None
+
+    def stops(self) -> list[str]:
+        if self.stop is None:
+            return []
+        return [self.stop] if isinstance(self.stop, str) else self.stop
+
+
+class OpenAICompletionBody(_OpenAISampling, kw_only=True):
+    prompt: str | list[str]
+    suffix: str | None = None
+    echo: bool = False
+
+    def prompts(self) -> list[str]:
+        prompts = [self.prompt] if isinstance(self.prompt, str) else self.prompt
+        if not prompts:
+            raise BadRequest("prompt is empty")
+        return prompts
+
+
+class ContentPart(msgspec.Struct):
+    type: str = "text"
+    text: str = ""
+
+
+class ChatMessage(msgspec.Struct):
+    role: str
+    content: str | list[ContentPart] | None = None
+
+    def text(self) -> str:
+        if self.content is None:
+            return ""
+        if isinstance(self.content, str):
+            return self.content
+        return "".join(part.text for part in self.content if part.type == "text")
+
+
+class ChatBody(_OpenAISampling, kw_only=True):
+    messages: Annotated[list[ChatMessage], msgspec.Meta(min_length=1)]
+
+
+# -- instruction edits carried in a chat message ------------------------------------
+
+
+class EditAsk(msgspec.Struct):
+    """A selection to rewrite by an instruction, with the code around it."""
+
+    text: str
+    start: int
+    end: int
+    instruction: str
+
+
+# llama.vscode: "...instructions:\n{instructions}\n\noriginal code:\n{code}\n\nmodified code:"
+_VSCODE_EDIT = re.compile(
+    r"instructions:\n(?P<instruction>.*?)\n\noriginal code:\n(?P<code>.*)\n\nmodified code:\s*\Z",
+    re.DOTALL,
+)
+# llama.vim: "--- instruction ---\n...\n--- selected block ---\nN: line\n...\n--- end ---"
+_VIM_SECTION = re.compile(r"^--- (?P<name>[a-z ()]+?) -*(?:\n|\Z)", re.MULTILINE)
+_NUMBERED = re.compile(r"^\d+: ?", re.MULTILINE)
+_FENCE = re.compile(r"```[^\n]*\n(?P<code>.*?)```", re.DOTALL)
+
+
+def edit_ask(messages: list[ChatMessage]) -> EditAsk:
+    """Find the selection and the instruction in the last user message."""
+    users = [m for m in messages if m.role == "user"]
+    if not users:
+        raise BadRequest("messages has no user message")
+    message = users[-1].text()
+    ask = _vscode_edit(message) or _vim_edit(message) or _fenced_edit(message)
+    if ask is None:
+        raise BadRequest(
+            "groundspec serves chat completions for instruction edits only: send the code "
+            "selection in a ``` block (or llama.vim's / llama.vscode's edit prompt) with the "
+            "instruction"
+        )
+    if not ask.instruction.strip():
+        raise BadRequest("the edit request has no instruction")
+    return ask
+
+
+def _vscode_edit(message: str) -> EditAsk | None:
+    match = _VSCODE_EDIT.search(message)
+    if match is None:
+        return None
+    code = match["code"]
+    return EditAsk(text=code, start=0, end=len(code), instruction=match["instruction"].strip())
+
+
+def _vim_edit(message: str) -> EditAsk | None:
+    sections = _split_sections(message)
+    if "instruction" not in sections or "selected block" not in sections:
+        return None
+    selected = _unnumber(sections["selected block"])
+    before, after = "", ""
+    around = sections.get("surrounding context (optional)", "")
+    if around:
+        head, _, tail = around.partition("after:\n")
+        before = _unnumber(head.removeprefix("before:\n"))
+        after = _unnumber(tail)
+    text = before + selected + after
+    return EditAsk(
+        text=text,
+        start=len(before),
+        end=len(before) + len(selected),
+        instruction=sections["instruction"].strip(),
+    )
+
+
+def _split_sections(message: str) -> dict[str, str]:
+    marks = list(_VIM_SECTION.finditer(message))
+    return {
+        mark.group("name").strip(): message[
+            mark.end() : marks[i + 1].start() if i + 1 < len(marks) else len(message)
+        ]
+        for i, mark in enumerate(marks)
+    }
+
+
+def _unnumber(block: str) -> str:
+    return _NUMBERED.sub("", block)
+
+
+def _fenced_edit(message: str) -> EditAsk | None:
+    match = _FENCE.search(message)
+    if match is None:
+        return None
+    code = match["code"]
+    instruction = (message[: match.start()] + message[match.end() :]).strip()
+    return EditAsk(text=code, start=0, end=len(code), instruction=instruction)
+
+
+# -- post-processing llama-server applies to generated text -------------------------
+
+
+class Finish(msgspec.Struct):
+    content: str
+    stop_type: Literal["none", "eos", "limit", "word"]
+    stopping_word: str = ""
+
+
+def finish(text: str, stops: list[str], n_indent: int, n_predict: int, generated: int) -> Finish:
+    """Cut at the first stop string (dropped, like llama-server) and at the first new
+    line indented less than `n_indent` (the infill rule); say why decoding stopped."""
+    cut, word = len(text), ""
+    for stop in stops:
+        at = text.find(stop) if stop else -1
+        if 0 <= at < cut:
+            cut, word = at, stop
+    if word:
+        return Finish(text[:cut], "word", word)
+    if n_indent > 0:
+        lines = text.split("\n")
+        for i, line in enumerate(lines[1:], start=1):
+            indent = len(line) - len(line.lstrip(" \t"))
+            if line.strip() and indent < n_indent:
+                return Finish("\n".join(lines[:i]), "limit")
+    if n_predict > 0 and generated >= n_predict:
+        return Finish(text, "limit")
+    return Finish(text, "eos")
+
+
+# -- responses ------------------------------------------------------------------------
+
+
+def timings(stats: Stats) -> dict[str, Any]:
+    """llama-server's `timings`, with its draft counts when drafting ran."""
+    prompt_n = max(0, stats.prompt_tokens - stats.reused_prompt_tokens)
+    out: dict[str, Any] = {
+        "cache_n": stats.reused_prompt_tokens,
+        "prompt_n": prompt_n,
+        "prompt_ms": stats.prompt_ms,
+        "prompt_per_token_ms": stats.prompt_ms / prompt_n if prompt_n else 0.0,
+        "prompt_per_second": 1e3 * prompt_n / stats.prompt_ms if stats.prompt_ms else 0.0,
+        "predicted_n": stats.generated_tokens,
+        "predicted_ms": stats.decode_ms,
+        "predicted_per_token_ms": (
+            stats.decode_ms / stats.generated_tokens if stats.generated_tokens else 0.0
+        ),
+        "predicted_per_second": (
+            1e3 * stats.generated_tokens / stats.decode_ms if stats.decode_ms else 0.0
+        ),
+    }
+    if stats.drafted_tokens > 0:
+        out["draft_n"] = stats.drafted_tokens
+        out["draft_n_accepted"] = stats.accepted_tokens
+    return out
+
+
+def llama_completion(
+    result: CompletionResult,
+    done: Finish,
+    *,
+    model: str,
+    prompt: str,
+    id_slot: int,
+    settings: dict[str, Any],
+    response_fields: list[str] | None,
+) -> dict[str, Any]:
+    """The body of a finished /infill or /completion, in llama-server's key order."""
+    stats = result.stats
+    body: dict[str, Any] = {
+        "index": 0,
+        "content": done.content,
+        "tokens": [],
+        "id_slot": id_slot,
+        "stop": True,
+        "model": model,
+        "tokens_predicted": stats.generated_tokens,
+        "tokens_evaluated": stats.prompt_tokens,
+        "generation_settings": settings,
+        "prompt": prompt,
+        "has_new_line": "\n" in done.content,
+        "truncated": False,
+        "stop_type": done.stop_type,
+        "stopping_word": done.stopping_word,
+        "tokens_cached": stats.prompt_tokens + stats.generated_tokens,
+        "timings": timings(stats),
+    }
+    return nested_fields(response_fields, body) if response_fields else body
+
+
+def nested_fields(paths: list[str], body: dict[str, Any]) -> dict[str, Any]:
+    """llama-server's response_fields: "a/b" picks body["a"]["b"] under the key "a/b"."""
+    out: dict[str, Any] = {}
+    for path in paths:
+        current: Any = body
+        for key in path.split("/"):
+            if not isinstance(current, dict) or key not in current:
+                break
+            current = current[key]
+        else:
+            out[path] = current
+    return out
+
+
+def usage(stats_list: list[Stats]) -> dict[str, Any]:
+    prompt = sum(s.prompt_tokens for s in stats_list)
+    completion = sum(s.generated_tokens for s in stats_list)
+    return {
+        "completion_tokens": completion,
+        "prompt_tokens": prompt,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": sum(s.reused_prompt_tokens for s in stats_list)},
+    }
+
+
+def finish_reason(done: Finish) -> str:
+    return "length" if done.stop_type == "limit" else "stop"
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:24]}"
+
+
+def openai_envelope(kind: str, ident: str, model: str) -> dict[str, Any]:
+    """The fields every OpenAI completion object and chunk shares (after `choices`)."""
+    return {
+        "created": int(time.time()),
+        "model": model,
+        "system_fingerprint": FINGERPRINT,
+        "object": kind,
+        "id": ident,
+    }

@@ -1,0 +1,315 @@
+"""The application layer: documents, options, the engine and its scheduling.
+
+No pygls here: the LSP handlers (server.py) and any other front door (an HTTP
+server, a test) call the same async API, `await service.complete(...)`,
+`await service.refactor(...)`, `service.stats()`. Errors are
+`requests.ServiceError`s carrying their JSON-RPC code; the front door maps them.
+Everything runs on the asyncio loop except engine calls, which go to the
+scheduler's one worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import resource
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import msgspec
+from lsprotocol import types
+
+from speculator.factory import load_engine
+from speculator.totals import Totals
+from speculator.types import (
+    Cancelled,
+    CancelToken,
+    CompletionResult,
+    Engine,
+    EngineError,
+    RefactorResult,
+)
+from speculator.workspace import WorkspaceIndex
+
+from . import requests as rq
+from .documents import Change, Document, DocumentError, DocumentStore
+from .options import ServerOptions, StartupConfig, apply_overrides
+from .scheduler import CompletionCache, EngineHost, EngineUnavailable, Scheduler, Worker
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+ProgressCallback = Callable[[str, int], None]
+ReadyCallback = Callable[[str | None], None]  # None when loaded, else the error
+
+
+class CompletionService:
+    """Complete, refactor, warm-up, options, workspace index and stats."""
+
+    def __init__(self, startup: StartupConfig) -> None:
+        self.options: ServerOptions = startup.options
+        self.problems = list(startup.problems)  # shown to the user once initialized
+        self.documents = DocumentStore(self.options.max_document_chars)
+        self.worker = Worker()
+        self.host = EngineHost(self.worker)
+        self.scheduler = Scheduler(
+            self.worker, self.host, CompletionCache(self.options.cache_entries)
+        )
+        self.accepted_items = 0
+        self.last_uri: str | None = None  # warmed once the models are ready
+        self.workspace_root: str | None = None
+        self.workspace_index: WorkspaceIndex | None = None
+
+    # -- options ---------------------------------------------------------------
+
+    def apply_initialization_options(self, data: Any) -> None:
+        self.options, problems = apply_overrides(self.options, data, "initializationOptions.")
+        self.problems += problems
+        self._apply_limits()
+
+    def apply_settings(self, data: Any) -> list[str]:
+        """Options changed while running (workspace/didChangeConfiguration).
+
+        Everything but the engine section applies at once; the models are not
+        reloaded under a running editor, so engine changes wait for a restart."""
+        options, problems = apply_overrides(self.options, data, "settings.")
+        if options.engine != self.options.engine and self.host.state != "not started":
+            problems.append("settings.engine: takes effect when the server restarts")
+            options = msgspec.structs.replace(options, engine=self.options.engine)
+        index_changed = options.workspace_index != self.options.workspace_index
+        self.options = options
+        self._apply_limits()
+        self.scheduler.cache.clear()  # suggestions made under the old options
+        if index_changed:
+            self._restart_workspace_index()
+        return problems
+
+    def _apply_limits(self) -> None:
+        self.documents.max_chars = self.options.max_document_chars
+        self.scheduler.cache.max_entries = self.options.cache_entries
+
+    # -- lifecycle -------------------------------------------------------------
+
+    def start(
+        self,
+        progress: ProgressCallback | None = None,
+        on_ready: ReadyCallback | None = None,
+    ) -> None:
+        """Start loading the models on the worker (once, on the loop); never blocks.
+
+        `progress` is called on the worker thread, `on_ready` on the loop."""
+        if self.host.state != "not started":
+            return
+        config = self.options.engine
+        self._start_workspace_index()
+
+        def load() -> Engine:
+            engine = load_engine(config, progress)
+            engine.set_context_provider(self.workspace_index)
+            return engine
+
+        ready = self.host.load(load)
+        ready.add_done_callback(lambda f: self._on_loaded(f, on_ready))
+
+    def _on_loaded(self, ready: asyncio.Future[Engine], on_ready: ReadyCallback | None) -> None:
+        error = None if ready.cancelled() else ready.exception()
+        if error is None:
+            log.info("models ready")
+            if self.last_uri is not None:
+                self.schedule_warm(self.last_uri, 0.0)
+        else:
+            log.error("model loading failed: %s", error)
+        if on_ready is not None:
+            on_ready(None if error is None else str(error))
+
+    def _start_workspace_index(self) -> None:
+        """Index the workspace root in the background (never on the request path)."""
+        root = self.workspace_root
+        if not self.options.workspace_index or root is None or not os.path.isdir(root):
+            return
+        try:
+            self.workspace_index = WorkspaceIndex(root).start()
+        except OSError as exc:
+            log.warning("workspace index disabled: %s", exc)
+
+    def _restart_workspace_index(self) -> None:
+        """Start or stop the index to follow the `workspaceIndex` option."""
+        if self.workspace_index is not None:
+            self.workspace_index.stop()
+            self.workspace_index = None
+        if self.host.state == "not started":
+            return  # start() starts it with the engine
+        self._start_workspace_index()
+        engine, provider = self.host.engine, self.workspace_index
+        if engine is not None:  # engine calls belong on the worker thread
+            self.worker.submit(lambda: engine.set_context_provider(provider))
+
+    def shutdown(self) -> None:
+        """Stop the engine work (the decode in progress too) and the index."""
+        self.worker.stop()
+        if self.workspace_index is not None:
+            self.workspace_index.stop()
+            self.workspace_index = None
+
+    # -- documents ---------------------------------------------------------------
+
+    def open_document(self, item: types.TextDocumentItem) -> Document:
+        doc = self.documents.open(item)
+        self.last_uri = doc.uri
+        self.schedule_warm(doc.uri, 0.0)
+        return doc
+
+    def change_document(self, uri: str, version: int, changes: Sequence[Change]) -> None:
+        """Apply a didChange batch (all or nothing); raises DocumentError."""
+        self.documents.change(uri, version, changes)
+        self.last_uri = uri
+        if self.options.idle_warm_ms:
+            self.schedule_warm(uri, self.options.idle_warm_ms / 1000)
+
+    def close_document(self, uri: str) -> None:
+        self.documents.close(uri)
+        self.scheduler.forget(uri)
+
+    def schedule_warm(self, uri: str, delay_s: float) -> None:
+        def build() -> Any:
+            try:
+                doc = self.documents.get(uri)
+            except DocumentError:
+                return None
+            if doc.problem is not None:
+                return None
+            return rq.completion_request(rq.resolved(doc), doc.last_edit, self.options)
+
+        self.scheduler.schedule_warm(uri, build, delay_s)
+
+    def source(self, uri: str) -> rq.Resolved:
+        return rq.resolve(rq._Source(text_document=rq.DocumentRef(uri)), self.documents)
+
+    # -- completion ----------------------------------------------------------------
+
+    async def complete(self, params: Any) -> dict[str, Any]:
+        """`groundspec/complete`: {textDocument|text, position, ...} -> {text, stats}."""
+        req = rq.parse(params, rq.CompleteParams)
+        src = rq.resolve(req, self.documents)
+        cursor = rq.offset(src.index, req.position.lsp())
+        result = await self._complete(src, cursor, req, typing=False)
+        assert result is not None  # headless requests are never superseded
+        return {"text": result.text, "stats": msgspec.to_builtins(result.stats)}
+
+    async def complete_typing(
+        self, uri: str, position: types.Position
+    ) -> tuple[rq.Resolved, int, CompletionResult | None]:
+        """An editor's completion at `position`: debounced, newest-wins, cached.
+
+        The result is None when a newer keystroke superseded the request."""
+        src = self.source(uri)
+        cursor = rq.offset(src.index, position)
+        return src, cursor, await self._complete(src, cursor, typing=True)
+
+    async def _complete(
+        self, src: rq.Resolved, cursor: int, params: rq._Source | None = None, *, typing: bool
+    ) -> CompletionResult | None:
+        request = rq.completion_request(src, cursor, self.options, params)
+        key = src.uri if typing else None
+        debounce = self.options.debounce_ms / 1000 if typing else 0.0
+        try:
+            return await self.scheduler.complete(
+                key, request, debounce_s=debounce, wait_s=self.options.load_wait_ms / 1000
+            )
+        except Cancelled:
+            return None
+        except (EngineUnavailable, EngineError) as exc:
+            raise rq.RequestFailed(str(exc)) from None
+
+    # -- refactor ------------------------------------------------------------------
+
+    async def refactor(
+        self, params: Any, token: CancelToken | None = None
+    ) -> tuple[rq.Resolved, dict[str, Any]]:
+        """`groundspec/refactor`: the source it ran on and {newText, range, stats}."""
+        req = (
+            params if isinstance(params, rq.RefactorParams) else rq.parse(params, rq.RefactorParams)
+        )
+        src = rq.resolve(req, self.documents)
+        start, end = rq.offsets(src.index, req.range.lsp())
+        request = rq.refactor_request(src, start, end, req, self.options)
+        token = token or CancelToken()
+        result = await self.run_engine(lambda e: e.refactor(request, token), token)
+        return src, refactor_result(src, result)
+
+    def check_unchanged(self, src: rq.Resolved) -> None:
+        """Raise ContentModified if the document moved on since `src` was taken."""
+        assert src.uri is not None
+        try:
+            current = self.documents.get(src.uri).version
+        except DocumentError:
+            current = None
+        if current != src.version:
+            raise rq.ContentModified("the document changed during the refactor; not applied")
+
+    async def run_engine(self, fn: Callable[[Engine], T], token: CancelToken) -> T:
+        """One engine call on the worker, with load waiting and errors mapped."""
+        try:
+            engine = await self.host.get(self.options.load_wait_ms / 1000)
+            return await self.scheduler.run(lambda: fn(engine), token)
+        except Cancelled:
+            raise rq.RequestCancelled("groundspec: the request was cancelled") from None
+        except (EngineUnavailable, EngineError) as exc:
+            raise rq.RequestFailed(str(exc)) from None
+
+    # -- stats ---------------------------------------------------------------------
+
+    def accepted(self, details: Any) -> None:
+        self.accepted_items += 1
+        log.info("suggestion accepted (%s)", details if details is not None else "no details")
+
+    def stats(self) -> dict[str, Any]:
+        engine = self.host.engine
+        totals = engine.totals() if engine is not None else Totals().snapshot()
+        server = self.scheduler.stats() | {
+            "openDocuments": len(self.documents),
+            "peakRssMb": peak_rss_mb(),
+        }
+        return {**totals, "acceptedItems": self.accepted_items, "server": server}
+
+    def debug_document(self, uri: str) -> dict[str, Any]:
+        """The server's copy of a document (tests compare it with the client's)."""
+        try:
+            doc = self.documents.get(uri)
+        except DocumentError as exc:
+            raise rq.InvalidParams(str(exc)) from None
+        return {"uri": doc.uri, "version": doc.version, "text": doc.text}
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process.
+
+    Linux keeps `ru_maxrss` across execve, so it would report the launching
+    process's peak (a forked 500 MB editor) instead of ours; VmHWM belongs to
+    the address space created by exec."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024, 1)  # kB
+    except (OSError, ValueError):
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def refactor_result(src: rq.Resolved, result: RefactorResult) -> dict[str, Any]:
+    rng = src.index.range(result.start, result.end)
+    return {
+        "newText": result.new_text,
+        "range": range_dict(rng),
+        "stats": msgspec.to_builtins(result.stats),
+    }
+
+
+def range_dict(rng: types.Range) -> dict[str, Any]:
+    return {
+        "start": {"line": rng.start.line, "character": rng.start.character},
+        "end": {"line": rng.end.line, "character": rng.end.character},
+    }

@@ -1,0 +1,78 @@
+"""The service alone: no pygls, an async API any front door can call."""
+
+import subprocess
+import sys
+
+import pytest
+from lsprotocol import types
+
+from lsp_server.options import ServerOptions, StartupConfig
+from lsp_server.requests import InvalidParams, RequestFailed
+from lsp_server.service import CompletionService, peak_rss_mb
+from speculator.config import EngineConfig
+
+
+@pytest.fixture
+async def service():
+    options = ServerOptions(engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=0)
+    svc = CompletionService(StartupConfig(options=options))
+    svc.start()
+    yield svc
+    svc.shutdown()
+
+
+def test_the_service_does_not_import_pygls() -> None:
+    code = "import sys, lsp_server.service; print(any(m.startswith('pygls') for m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+async def test_complete_refactor_and_stats(service: CompletionService) -> None:
+    item = types.TextDocumentItem(uri="file:///a.py", language_id="python", version=1, text="x = ")
+    service.open_document(item)
+    position = {"line": 0, "character": 4}
+    out = await service.complete({"textDocument": {"uri": "file:///a.py"}, "position": position})
+    assert out["text"] == "fake_completion()"
+    inline = await service.complete({"text": "y", "position": {"line": 0, "character": 1}})
+    assert inline["stats"]["generatedTokens"] == len("fake_completion()")
+    rng = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 4}}
+    _, refactored = await service.refactor(
+        {"textDocument": {"uri": "file:///a.py"}, "range": rng, "instruction": "Tidy"}
+    )
+    assert refactored["newText"] == "# Tidy\nx = "
+    assert service.stats()["requests"] == 3
+
+
+async def test_errors_carry_their_json_rpc_codes(service: CompletionService) -> None:
+    with pytest.raises(InvalidParams) as bad:
+        await service.complete({"position": {"line": 0, "character": 0}})
+    assert bad.value.CODE == -32602
+    with pytest.raises(RequestFailed):
+        position = {"line": 0, "character": 0}
+        await service.complete({"textDocument": {"uri": "file:///none.py"}, "position": position})
+
+
+async def test_failed_model_load_gives_each_request_one_clear_error() -> None:
+    """Issue 11: the editors saw a traceback per request when loading failed."""
+    engine = EngineConfig(target_model="/nonexistent/model.gguf", use_draft=False)
+    svc = CompletionService(StartupConfig(options=ServerOptions(engine=engine, debounce_ms=0)))
+    svc.start()
+    try:
+        for _ in range(2):
+            with pytest.raises(RequestFailed, match="failed to load"):
+                await svc.complete({"text": "x", "position": {"line": 0, "character": 1}})
+    finally:
+        svc.shutdown()
+
+
+def test_peak_rss_is_the_servers_own_not_the_launchers() -> None:
+    """Issue 11, item 7: ru_maxrss survives execve, so a big launcher leaked into it."""
+    child = "from lsp_server.service import peak_rss_mb; print(peak_rss_mb())"
+    parent = (
+        "import os, sys\n"
+        "ballast = bytearray(400 * 1024 * 1024)\n"  # the launcher's 400 MB
+        f"os.execv(sys.executable, [sys.executable, '-c', {child!r}])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, check=True)
+    assert float(out.stdout) < 200
+    assert peak_rss_mb() > 0
