@@ -43,6 +43,7 @@ MAX_DRAFT_CATCH_UP = 16
 # plus this margin (or the selection's length again) is a runaway.
 REFACTOR_MARGIN_TOKENS = 256
 
+
 class SpeculativeEngine:
     def __init__(self, target: Model, draft: Model | None, config: EngineConfig):
         threads = config.threads or os.cpu_count() or 2
