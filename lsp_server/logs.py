@@ -27,7 +27,12 @@ class RequestIdFilter(logging.Filter):
 
 
 def setup_logging(log_file: str | None = None) -> None:
-    """Route all logging to `log_file` or stderr; level from GROUNDSPEC_LOG_LEVEL."""
+    """Route all logging to `log_file` or stderr; level from GROUNDSPEC_LOG_LEVEL.
+
+    The default is WARNING on stderr: editors log a server's stderr as errors
+    (Neovim's lsp.log says [ERROR] for every line), so only what needs a look
+    goes there. A log file, asked for explicitly, gets INFO by default.
+    """
     handler: logging.Handler
     if log_file:
         handler = logging.FileHandler(log_file, encoding="utf-8")
@@ -39,7 +44,16 @@ def setup_logging(log_file: str | None = None) -> None:
     )
     root = logging.getLogger()
     root.handlers = [handler]
-    root.setLevel(os.environ.get("GROUNDSPEC_LOG_LEVEL", "INFO").upper())
+    default = "INFO" if log_file else "WARNING"
+    wanted = os.environ.get("GROUNDSPEC_LOG_LEVEL", default).upper()
+    level = logging.getLevelNamesMapping().get(wanted)
+    root.setLevel(default if level is None else level)
+    if level is None:
+        logging.getLogger(__name__).warning(
+            "GROUNDSPEC_LOG_LEVEL=%s is not a level (DEBUG, INFO, WARNING, ERROR); using %s",
+            wanted,
+            default,
+        )
     # pygls logs every message body at INFO: megabytes per keystroke on big files.
     logging.getLogger("pygls").setLevel(logging.WARNING)
 
