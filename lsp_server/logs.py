@@ -15,6 +15,8 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from pygls.exceptions import JsonRpcException
+
 request_id: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -23,6 +25,28 @@ F = TypeVar("F", bound=Callable[..., Any])
 class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.request_id = request_id.get()
+        return True
+
+
+class AnsweredErrorFilter(logging.Filter):
+    """One line, not a traceback, for a request answered with a JSON-RPC error.
+
+    pygls logs a traceback for each handler that raises a JsonRpcException, but
+    those are answers the client gets (models not loaded, request cancelled,
+    invalid params), not bugs: an editor typing into a server whose models
+    failed would fill its log with one traceback per keystroke. INFO instead.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if not isinstance(error, JsonRpcException):
+            return True
+        if not logging.getLogger().isEnabledFor(logging.INFO):
+            return False
+        text = record.getMessage()
+        record.msg, record.args = "%s: %s", (text, error)
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.INFO, "INFO"
         return True
 
 
@@ -39,6 +63,7 @@ def setup_logging(log_file: str | None = None) -> None:
     else:
         handler = logging.StreamHandler(sys.stderr)
     handler.addFilter(RequestIdFilter())
+    handler.addFilter(AnsweredErrorFilter())
     handler.setFormatter(
         logging.Formatter("%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s")
     )

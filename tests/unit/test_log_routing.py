@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pygls.exceptions import JsonRpcException
 
 from lsp_server.logs import setup_logging
 
@@ -54,6 +55,34 @@ def test_a_bad_level_falls_back_and_says_so(
     setup_logging(None)
     assert logging.getLogger().level == logging.WARNING
     assert "GROUNDSPEC_LOG_LEVEL=LOUD is not a level" in capsys.readouterr().err
+
+
+def _log_an_answered_error() -> None:
+    try:
+        raise JsonRpcException("groundspec: the models failed to load: model file not found")
+    except JsonRpcException:
+        # What pygls does for a handler that raised one.
+        logging.getLogger("pygls.protocol.json_rpc").exception('Exception occurred for message "7"')
+
+
+def test_an_answered_request_error_is_one_info_line_not_a_traceback(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    restore_root_logger: None,
+) -> None:
+    monkeypatch.delenv("GROUNDSPEC_LOG_LEVEL", raising=False)
+    setup_logging(None)
+    _log_an_answered_error()
+    assert capsys.readouterr().err == ""  # default level: nothing at all
+
+    monkeypatch.setenv("GROUNDSPEC_LOG_LEVEL", "INFO")
+    setup_logging(None)
+    _log_an_answered_error()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert err.count("\n") == 1
+    assert 'INFO [-] pygls.protocol.json_rpc: Exception occurred for message "7": ' in err
+    assert "model file not found" in err
 
 
 def test_llama_cpp_warnings_are_info_and_errors_are_warnings(
