@@ -124,6 +124,9 @@ end
 
 --- The models could not be loaded: say so once, with the fix.
 function M.fail(message)
+  if failed then
+    return -- shown already (the server's message and each request say it)
+  end
   failed = M.strip(message)
   local text = failed
   if not text:find("groundspec models fetch", 1, true) then
@@ -151,7 +154,9 @@ end
 --- A request failed with `message`: shown once unless the state already says it.
 function M.on_request_error(message)
   message = M.strip(message)
-  if failed or message:find("failed to load", 1, true) or message:find("still loading", 1, true) then
+  if message:find("failed to load", 1, true) then
+    return M.fail(message)
+  elseif failed or message:find("still loading", 1, true) then
     return -- the load failure was shown once; loading is on screen
   end
   M.notify(message, vim.log.levels.WARN)
