@@ -8,7 +8,7 @@ local M = {}
 
 M.ns = api.nvim_create_namespace("groundspec_status")
 
-local FIX = "run `groundspec models fetch` (or fix the model paths in setup{}), then restart Neovim"
+local FIX = "run `groundspec models fetch` (see :checkhealth groundspec)"
 
 local progress = {} -- $/progress token -> text, while it runs
 local progress_order = {} -- tokens, oldest first
