@@ -95,8 +95,8 @@ local function check_models(exe, cmd, config, engine_state)
         check_gguf(role, paths[role])
       end
     end
-  elseif exe then
-    verify_default_models(exe)
+  elseif exe and engine_state ~= "ready" then
+    verify_default_models(exe) -- hashes 1.6 GB: seconds, so not when the server has them loaded
   end
 end
 
