@@ -21,16 +21,17 @@ log = logging.getLogger(__name__)
 llama_log = logging.getLogger("llama_cpp")
 
 # ggml.h's enum ggml_log_level (NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5).
-# llama-cpp-python 0.3.36 maps these with an older enum and prints WARN lines
+# llama-cpp-python 0.3.36 maps these with an older enum: it printed WARN lines
 # (such as "control-looking token ... this is probably a bug in the model",
-# printed for every Qwen2.5 load) to stderr as errors, which an editor then
-# shows as errors. Its warnings are about model metadata a user cannot act on:
-# INFO here, so a log file keeps them and stderr (WARNING by default) does not.
+# printed for every Qwen2.5 load) to stderr, where an editor shows them as
+# errors, and hid ERROR lines. Both are details behind an EngineError that says
+# what failed in one line, or model metadata a user cannot act on: INFO, so a
+# log file keeps them and stderr (WARNING by default) stays clean.
 _GGML_TO_LOGGING = {
     1: logging.DEBUG,
     2: logging.DEBUG,
     3: logging.INFO,
-    4: logging.WARNING,  # the EngineError raised next says what failed
+    4: logging.INFO,
 }
 _GGML_CONT = 5
 
