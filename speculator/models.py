@@ -12,14 +12,53 @@ import os
 from pathlib import Path
 
 import llama_cpp
-import llama_cpp._logger
+import llama_cpp._logger  # noqa: F401  (installs its own callback on import; ours replaces it)
 
 from . import provision
 from .types import EngineError
 
 log = logging.getLogger(__name__)
+llama_log = logging.getLogger("llama_cpp")
 
-llama_cpp._logger.set_verbose(False)  # llama.cpp's own chatter stays off stderr
+# ggml.h's enum ggml_log_level (NONE 0, DEBUG 1, INFO 2, WARN 3, ERROR 4, CONT 5).
+# llama-cpp-python 0.3.36 maps these with an older enum: it printed WARN lines
+# (such as "control-looking token ... this is probably a bug in the model",
+# printed for every Qwen2.5 load) to stderr, where an editor shows them as
+# errors, and hid ERROR lines. Both are details behind an EngineError that says
+# what failed in one line, or model metadata a user cannot act on: INFO, so a
+# log file keeps them and stderr (WARNING by default) stays clean.
+_GGML_TO_LOGGING = {
+    1: logging.DEBUG,
+    2: logging.DEBUG,
+    3: logging.INFO,
+    4: logging.INFO,
+}
+_GGML_CONT = 5
+
+
+class _LlamaLogRouter:
+    """Collects llama.cpp's log pieces into lines and logs them in Python."""
+
+    def __init__(self) -> None:
+        self.level = logging.DEBUG
+        self.pending = ""
+        # Kept on the instance: ctypes must not free the callback while C holds it.
+        self.callback = llama_cpp.llama_log_callback(self._on_log)
+
+    def _on_log(self, level: int, text: bytes | None, _user_data: ctypes.c_void_p) -> None:
+        if level != _GGML_CONT:
+            self.level = _GGML_TO_LOGGING.get(level, logging.DEBUG)
+        if not llama_log.isEnabledFor(self.level):
+            return
+        self.pending += (text or b"").decode("utf-8", errors="replace")
+        *lines, self.pending = self.pending.split("\n")
+        for line in lines:
+            if line.strip(" ."):  # llama.cpp prints bare dots as a progress bar
+                llama_log.log(self.level, "%s", line)
+
+
+_log_router = _LlamaLogRouter()
+llama_cpp.llama_log_set(_log_router.callback, ctypes.c_void_p(0))
 
 
 class Model:

@@ -140,12 +140,47 @@ function H.lines(buf)
   return vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false)
 end
 
+--- One groundspec/stats answer (the plugin's call never blocks: we wait here).
+function H.stats_once()
+  local box = {}
+  require("groundspec").stats(function(stats, err)
+    box.done, box.stats, box.err = true, stats, err
+  end)
+  H.wait(function()
+    return box.done
+  end, 5000, "a groundspec/stats answer")
+  return box.stats, box.err
+end
+
 --- groundspec/stats from the server, waiting until `cond(stats)` holds when given.
 function H.stats(cond, timeout_ms)
-  return H.wait(function()
-    local stats = require("groundspec").stats(2000)
-    return stats and (not cond or cond(stats)) and stats
-  end, timeout_ms or 10000, "groundspec/stats")
+  local deadline = now_ms() + (timeout_ms or 10000)
+  while true do
+    local stats = H.stats_once()
+    if stats and (not cond or cond(stats)) then
+      return stats
+    end
+    if now_ms() > deadline then
+      error("timed out waiting for groundspec/stats", 2)
+    end
+    H.sleep(50)
+  end
+end
+
+--- Record vim.notify calls in H.out.notes (message and level).
+function H.record_notes()
+  H.out.notes = {}
+  vim.notify = function(msg, level)
+    table.insert(H.out.notes, { msg = msg, level = level or vim.log.levels.INFO })
+  end
+end
+
+--- The status hint drawn at the end of the cursor line, or nil.
+function H.status_hint(buf)
+  local ns = vim.api.nvim_get_namespaces().groundspec_status
+  local marks = ns and vim.api.nvim_buf_get_extmarks(buf or 0, ns, 0, -1, { details = true }) or {}
+  local mark = marks[1]
+  return mark and { row = mark[2], text = mark[4].virt_text[1][1], count = #marks }
 end
 
 vim.schedule(function()

@@ -145,7 +145,7 @@ def free_port() -> int:
 
 async def test_tcp_binds_loopback_and_serves() -> None:
     port = free_port()
-    env = server_env()
+    env = server_env(GROUNDSPEC_LOG_LEVEL="INFO")  # "listening on" is INFO (default: WARNING)
     proc = await asyncio.create_subprocess_exec(
         *SERVER, "--tcp", str(port), env=env, stderr=asyncio.subprocess.PIPE
     )

@@ -60,12 +60,13 @@ def run_nvim(
     fake_text: str | None = "fake_completion()",
     timeout: float = 60,
     init_lua: str | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Run `scenario` (the body of `function(H) ... end`) and return its H.out.
 
     fake_text=None runs the real engine. With `init_lua`, Neovim starts as a
     user's would: that init.lua, the plugin installed in a packpath and
-    `groundspec` found on PATH.
+    `groundspec` found on PATH. `extra_env` is added to the environment last.
     """
     scenario_file = tmp_path / "scenario.lua"
     scenario_file.write_text("return function(H)\n" + textwrap.dedent(scenario) + "\nend\n")
@@ -96,6 +97,7 @@ def run_nvim(
         env.update(XDG_CONFIG_HOME=str(config), XDG_DATA_HOME=str(data), XDG_STATE_HOME=str(data))
         env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")
         cmd = [NVIM, "--headless"]
+    env.update(extra_env or {})
     cmd += ["-c", f"luafile {HARNESS}"]
     proc = subprocess.run(
         cmd,  # type: ignore[arg-type]
@@ -283,6 +285,7 @@ def test_refactor_selection_with_prompted_instruction(tmp_path: Path) -> None:
 H.setup()
 H.open("calc.py", { "import os", "def add(a, b):", "    return a + b", "x = 1" })
 H.wait(function() return #vim.lsp.get_clients({ name = "groundspec" }) > 0 end, 10000, "client")
+H.record_notes()
 vim.ui.input = function(opts, on_confirm)
   H.out.prompt = opts.prompt
   on_confirm("add type hints")
@@ -295,6 +298,10 @@ end, 20000, "the refactor edit")
 """,
     )
     assert out["prompt"] == "Refactor instruction: "
+    assert (
+        out["notes"][0]["msg"]
+        == "groundspec: refactoring lines 2-3... (:GroundspecCancel stops it)"
+    )
     # The fake engine's refactor: "# INSTRUCTION\n" + the selected text.
     assert out["lines"] == [
         "import os",
@@ -342,6 +349,311 @@ H.out.report = table.concat(H.lines(), "\\n")
     assert "tok/s" in report
     assert "ERROR" not in report
     assert "initializationOptions" not in out["messages"]  # no complaint about our options
+
+
+# Model paths that do not exist: the real engine fails to load at once (no
+# model is read), and nothing is assembled into the user's cache.
+MISSING_MODELS = {
+    "GROUNDSPEC_TARGET_MODEL": "/nonexistent/target.gguf",
+    "GROUNDSPEC_DRAFT_MODEL": "/nonexistent/draft.gguf",
+}
+
+
+def test_checkhealth_fails_when_the_default_models_are_missing(tmp_path: Path) -> None:
+    """`groundspec models path` exits 0 either way; checkhealth must not be green."""
+    (tmp_path / "empty").mkdir()
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+vim.cmd("checkhealth groundspec")
+H.out.report = table.concat(H.lines(), "\\n")
+""",
+        fake_text=None,
+        extra_env={"GROUNDSPEC_CACHE": str(tmp_path / "empty")},
+    )
+    report = out["report"]
+    assert "ERROR" in report
+    assert "groundspec models fetch" in report
+    assert "OK target" not in report
+
+
+def test_a_failed_load_is_one_clear_message_and_checkhealth_says_so(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        """
+H.record_notes()
+H.setup()
+H.open("calc.py", { "def add(a, b):", "" })
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+H.wait(function() return #H.out.notes > 0 end, 20000, "the load failure message")
+H.input("a + b")  -- more requests, each failing: no more messages
+H.sleep(500)
+H.out.ghost = H.ghost() or vim.NIL
+H.out.status = require("groundspec").status()
+H.input("<Esc>")
+H.out.messages = vim.fn.execute("messages")
+vim.cmd("checkhealth groundspec")
+H.out.report = table.concat(H.lines(), "\\n")
+""",
+        fake_text=None,
+        extra_env=MISSING_MODELS,
+    )
+    notes = out["notes"]
+    assert len(notes) == 1, notes
+    assert notes[0]["level"] == 4  # vim.log.levels.ERROR
+    message = notes[0]["msg"]
+    assert message.startswith("groundspec: could not load the models")
+    assert "groundspec models fetch" in message
+    assert "groundspec: groundspec:" not in message + out["messages"]
+    assert out["ghost"] is None
+    assert out["status"] == "groundspec: models not loaded"
+    assert "ERROR" in out["report"] and "could not load the models" in out["report"]
+    assert "target model not found: /nonexistent/target.gguf" in out["report"]
+
+
+def test_edit_bang_keeps_the_buffer_attached(tmp_path: Path) -> None:
+    """:e! detaches the client; the plugin must attach the buffer again."""
+    (tmp_path / "calc.py").write_text("def add(a, b):\n\n")
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+vim.cmd.edit("calc.py")
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+H.wait(H.ghost, 20000, "ghost text")
+H.input("<Esc>")
+vim.cmd("edit!")
+H.out.attached = H.wait(function()
+  return #vim.lsp.get_clients({ bufnr = 0, name = "groundspec" }) > 0
+end, 10000, "the client attached again")
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+H.out.ghost = H.wait(H.ghost, 20000, "ghost text after :e!").text
+H.input("<Esc>")
+H.record_notes()
+H.input(":2GroundspecRefactor again<CR>")
+H.out.refactored = H.wait(function()
+  return H.lines()[2] == "# again" and H.lines()
+end, 20000, "the refactor edit")
+""",
+    )
+    assert out["attached"] is True
+    assert out["ghost"] == "fake_completion()"
+    assert not any("no groundspec server" in n["msg"] for n in out["notes"])
+
+
+def test_finished_requests_are_never_cancelled(tmp_path: Path) -> None:
+    """Each $/cancelRequest names a request still in flight (not one answered)."""
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "" })
+local client = H.wait(function()
+  return vim.lsp.get_clients({ name = "groundspec" })[1]
+end, 10000, "client")
+H.out.cancels = {}
+local cancel = client.cancel_request
+client.cancel_request = function(self, id)
+  table.insert(H.out.cancels, { id = id, in_flight = self.requests[id] ~= nil })
+  return cancel(self, id)
+end
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+H.wait(H.ghost, 20000, "ghost text")
+for _, key in ipairs({ "x", "y", "<BS>", "z" }) do
+  H.input(key)
+  H.wait(H.ghost, 20000, "ghost text after " .. key)
+end
+""",
+    )
+    finished = [c for c in out["cancels"] if not c["in_flight"]]
+    assert finished == []
+
+
+def test_one_request_per_keystroke_and_no_client_debounce(tmp_path: Path) -> None:
+    """The server debounces; the client sends at once, once per keystroke
+    (TextChangedI and CursorMovedI both fire), and passes debounce_ms on."""
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup({ debounce_ms = 40 })
+H.open("calc.py", { "def add(a, b):", "" })
+local client = H.wait(function()
+  return vim.lsp.get_clients({ name = "groundspec" })[1]
+end, 10000, "client")
+H.out.init_options = client.config.init_options
+local sent = {}
+local request = client.request
+client.request = function(self, method, params, ...)
+  if method == "textDocument/inlineCompletion" then
+    table.insert(sent, params.context.triggerKind)
+  end
+  return request(self, method, params, ...)
+end
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.out.per_key = {}
+for _, key in ipairs({ "i", " ", " ", "r", "e" }) do
+  local before = #sent
+  vim.api.nvim_input(key)
+  H.sleep(10)  -- far less than any debounce a client would add
+  table.insert(H.out.per_key, #sent - before)
+end
+H.out.kinds = sent
+""",
+    )
+    assert out["init_options"] == {"debounceMs": 40}
+    assert out["per_key"] == [1, 1, 1, 1, 1]
+    assert set(out["kinds"]) == {2}  # Automatic
+
+
+def test_refactor_can_be_cancelled_and_says_its_lines(tmp_path: Path) -> None:
+    """A slow refactor (fake engine, 200 ms a character) is stopped with
+    :GroundspecCancel; the engine is free at once and the buffer is unchanged."""
+    out = run_nvim(
+        tmp_path,
+        """
+H.record_notes()
+H.setup()
+H.open("calc.py", { "import os", "def add(a, b):", "    return a + b", "x = 1" })
+H.wait(function() return #vim.lsp.get_clients({ name = "groundspec" }) > 0 end, 10000, "client")
+H.input("2GVj:GroundspecRefactor slow down<CR>")
+H.out.hint = H.wait(function()
+  local hint = H.status_hint()
+  return hint and hint.text:find("refactor") and hint.text
+end, 10000, "the refactor progress hint")
+H.input(":GroundspecCancel<CR>")
+-- The engine is free: a one-character completion comes long before the
+-- refactor (about 6 s) would have ended.
+vim.api.nvim_win_set_cursor(0, { 4, 5 })
+H.input("a ")
+H.wait(H.ghost, 3000, "ghost text after the cancel")
+H.input("<Esc>")
+H.sleep(300)
+H.out.lines = H.lines()
+H.out.hint_after = H.status_hint() or vim.NIL
+""",
+        fake_text="z",
+        extra_env={"GROUNDSPEC_FAKE_DELAY_MS": "200"},
+    )
+    messages = [n["msg"] for n in out["notes"]]
+    assert messages[0] == "groundspec: refactoring lines 2-3... (:GroundspecCancel stops it)"
+    assert "groundspec: refactor cancelled" in messages
+    assert "groundspec: refactor applied" not in messages
+    assert out["hint"] == "  groundspec refactor: slow down"
+    assert out["lines"] == ["import os", "def add(a, b):", "    return a + b", "x = 1 "]
+    assert out["hint_after"] is None
+
+
+def test_stats_never_block_the_editor(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "x = 1" })
+local client = H.wait(function()
+  return vim.lsp.get_clients({ name = "groundspec" })[1]
+end, 10000, "client")
+client.request_sync = function() error("request_sync blocks the editor") end
+local printed = {}
+print = function(text) table.insert(printed, text) end
+vim.cmd("GroundspecStats")
+H.out.printed = H.wait(function() return printed[1] end, 5000, ":GroundspecStats output")
+vim.cmd("checkhealth groundspec")
+H.out.report = table.concat(H.lines(), "\\n")
+""",
+    )
+    assert "acceptedItems" in out["printed"]
+    assert "tok/s" in out["report"]
+
+
+def test_loading_and_generating_are_shown_at_the_cursor(tmp_path: Path) -> None:
+    """$/progress while the models load, then 'generating' while a slow
+    request runs: an end-of-line hint, no statusline needed."""
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "" })
+local client = H.wait(function()
+  return vim.lsp.get_clients({ name = "groundspec" })[1]
+end, 10000, "client")
+H.input("<Esc>")
+local function progress(value)
+  vim.lsp.handlers["$/progress"](nil, { token = "groundspec/load", value = value },
+    { client_id = client.id, method = "$/progress" })
+end
+progress({ kind = "begin", title = "groundspec", message = "Loading models", percentage = 0 })
+progress({ kind = "report", message = "Loading the target model", percentage = 40 })
+H.out.loading = H.status_hint()
+H.out.statusline = require("groundspec").status()
+progress({ kind = "end", message = "Models ready" })
+H.out.loaded = H.status_hint() or vim.NIL
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+H.out.generating = H.wait(H.status_hint, 3000, "the generating hint")
+H.out.ghost = H.wait(H.ghost, 20000, "ghost text").text
+H.out.after = H.status_hint() or vim.NIL
+""",
+        fake_text="total(a, b)",
+        extra_env={"GROUNDSPEC_FAKE_DELAY_MS": "100"},
+    )
+    assert out["loading"] == {
+        "row": 0,
+        "text": "  groundspec: Loading the target model 40%",
+        "count": 1,
+    }
+    assert out["statusline"] == "groundspec: Loading the target model 40%"
+    assert out["loaded"] is None
+    assert out["generating"] == {"row": 1, "text": "  groundspec: generating…", "count": 1}
+    assert out["ghost"] == "total(a, b)"
+    assert out["after"] is None
+
+
+def test_explicit_request_and_cycling_through_several_items(tmp_path: Path) -> None:
+    """A typed (Automatic) request gets one item; <M-n> asks again with
+    triggerKind Invoked and cycles through the items it gets (2/3 shown)."""
+    out = run_nvim(
+        tmp_path,
+        """
+local kinds = {}
+local cmd = H.fake_server(function(params)
+  table.insert(kinds, params.context.triggerKind)
+  if params.context.triggerKind == 2 then
+    return { items = { { insertText = "a + b" } } }
+  end
+  return { items = { { insertText = "a + b" }, { insertText = "sum((a, b))" }, { insertText = "b + a" } } }
+end)
+H.setup({ cmd = cmd })
+H.open("calc.py", { "def add(a, b):", "" })
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+H.out.first = H.wait(H.ghost, 5000, "ghost text").text
+H.out.seen = {}
+for _, key in ipairs({ "<M-n>", "<M-n>", "<M-n>", "<M-p>" }) do
+  H.input(key)
+  table.insert(H.out.seen, { H.ghost().text, H.status_hint().text })
+end
+H.out.kinds_before_dismiss = vim.deepcopy(kinds)
+H.input("<C-]>")
+H.input("<M-n>")  -- nothing shown: ask explicitly, show the first
+H.out.after_dismiss = { H.ghost().text, H.status_hint().text }
+H.out.kinds = kinds
+""",
+    )
+    assert out["first"] == "a + b"
+    assert out["seen"] == [
+        ["sum((a, b))", "  groundspec: suggestion 2/3"],
+        ["b + a", "  groundspec: suggestion 3/3"],
+        ["a + b", "  groundspec: suggestion 1/3"],
+        ["b + a", "  groundspec: suggestion 3/3"],
+    ]
+    assert out["kinds_before_dismiss"][-1] == 1 and out["kinds_before_dismiss"].count(1) == 1
+    assert out["after_dismiss"] == ["a + b", "  groundspec: suggestion 1/3"]
+    assert out["kinds"][-1] == 1
 
 
 @pytest.mark.model

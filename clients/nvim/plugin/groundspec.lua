@@ -14,13 +14,18 @@ vim.api.nvim_create_user_command("GroundspecRefactor", function(opts)
 end, { range = true, nargs = "?", desc = "groundspec: rewrite the selection following an instruction" })
 
 vim.api.nvim_create_user_command("GroundspecStats", function()
-  local stats, err = require("groundspec").stats()
-  if stats then
-    print(vim.inspect(stats))
-  else
-    vim.notify("groundspec: " .. tostring(err), vim.log.levels.WARN)
-  end
+  require("groundspec").stats(function(stats, err)
+    if stats then
+      print(vim.inspect(stats))
+    else
+      vim.notify("groundspec: " .. tostring(err), vim.log.levels.WARN)
+    end
+  end)
 end, { desc = "groundspec: show server statistics" })
+
+vim.api.nvim_create_user_command("GroundspecCancel", function()
+  require("groundspec").cancel()
+end, { desc = "groundspec: stop the running refactor" })
 
 vim.api.nvim_create_user_command("GroundspecToggle", function()
   require("groundspec").toggle()

@@ -3,9 +3,9 @@
 -- workspace/executeCommand).
 local util = require("groundspec.util")
 local ghost = require("groundspec.ghost")
+local status = require("groundspec.status")
 
 local api = vim.api
-local uv = vim.uv or vim.loop
 
 local M = {}
 
@@ -16,7 +16,11 @@ local defaults = {
   cmd = { "groundspec", "serve" },
   filetypes = { "python", "javascript", "typescript", "go", "rust" },
   root_markers = { ".git", "pyproject.toml", "package.json", "go.mod", "Cargo.toml" },
-  debounce_ms = 150,
+  -- The server debounces typing (its `debounceMs`, 120 ms by default) and
+  -- answers a typed-ahead suggestion from its cache at once, so the client
+  -- asks on every change and pays one pause, not two. A number here is sent
+  -- to the server as `debounceMs`.
+  debounce_ms = nil,
   -- Sent as initializationOptions (model paths, speculation, ...).
   init_options = {},
   ghost_text = { hl = "GroundspecGhost", pos = "inline" },
@@ -35,10 +39,12 @@ local defaults = {
 
 M.config = vim.deepcopy(defaults)
 
--- Per buffer: the suggestion list on screen and the request in flight.
-local shown = {} -- buf -> { list, index, client_id, tick }
-local pending = {} -- buf -> { client, id }
-local timer = nil
+-- Per buffer: the suggestion list on screen, the request in flight, a
+-- request waiting for the end of this main-loop turn, the running refactor.
+local shown = {} -- buf -> { list, index, client_id, tick, trigger }
+local pending = {} -- buf -> { client, id, tick, row, col, trigger }
+local asking = {} -- buf -> true
+local refactors = {} -- buf -> { client, id, cancelled }
 local enabled = true
 
 local function get_client(buf)
@@ -59,6 +65,7 @@ local function cancel_pending(buf)
   pending[buf] = nil
   if p then
     pcall(util.call, p.client, "cancel_request", p.id)
+    status.set_generating(false)
   end
 end
 
@@ -67,6 +74,7 @@ function M.dismiss(buf)
   cancel_pending(buf)
   shown[buf] = nil
   ghost.clear(buf)
+  status.set_cycle(0, 0)
 end
 
 local function render(buf)
@@ -74,6 +82,7 @@ local function render(buf)
   local state = shown[buf]
   ghost.show(buf, s.row, s.col, s.text, M.config.ghost_text)
   state.tick = api.nvim_buf_get_changedtick(buf)
+  status.set_cycle(state.index, #state.list)
 end
 
 -- A suggestion at the cursor from an InlineCompletionItem: the text still to
@@ -99,24 +108,59 @@ local function to_suggestion(buf, item, row, col, encoding)
   return text ~= "" and s or nil
 end
 
+-- Show the answer to a request made at `cursor` (tick unchanged). With
+-- `step`, the user cycled from a single suggestion: show the one after it.
+local function show_result(buf, client, result, cursor, encoding, trigger, step)
+  local list = {}
+  for _, item in ipairs(result.items or result) do
+    local s = to_suggestion(buf, item, cursor[1] - 1, cursor[2], encoding)
+    if s then
+      table.insert(list, s)
+    end
+  end
+  if #list == 0 then
+    return M.dismiss(buf)
+  end
+  local before = current(buf)
+  local index = 1
+  if step and #list > 1 and before and before.text == list[1].text then
+    index = step % #list + 1
+  end
+  shown[buf] = { list = list, index = index, client_id = client.id, trigger = trigger }
+  render(buf)
+end
+
 --- Ask the server for inline completions at the cursor and show the first.
-function M.suggest(buf, trigger_kind)
-  buf = buf or api.nvim_get_current_buf()
+--- `trigger_kind`: LSP's Invoked (1, the default: the user asked) or
+--- Automatic (2, typing). `step`: see show_result.
+function M.suggest(buf, trigger_kind, step)
+  buf = (buf == nil or buf == 0) and api.nvim_get_current_buf() or buf
   local client = get_client(buf)
   if not client or not enabled then
     return
   end
-  cancel_pending(buf)
+  trigger_kind = trigger_kind or INVOKED
   local win = api.nvim_get_current_win()
   local cursor = api.nvim_win_get_cursor(win)
   local tick = api.nvim_buf_get_changedtick(buf)
+  local p = pending[buf]
+  if p and p.tick == tick and p.row == cursor[1] and p.col == cursor[2] and p.trigger == trigger_kind then
+    return -- the same question is in flight
+  end
+  cancel_pending(buf)
   local encoding = client.offset_encoding or "utf-16"
   local params = vim.lsp.util.make_position_params(win, encoding)
-  params.context = { triggerKind = trigger_kind or INVOKED }
+  params.context = { triggerKind = trigger_kind }
 
+  local request_id, answered = nil, false
   local ok, id = util.call(client, "request", "textDocument/inlineCompletion", params, function(err, result)
-    if pending[buf] and pending[buf].id == id then
+    answered = true -- (an in-process server answers before request() returns)
+    if pending[buf] and pending[buf].id == request_id then
       pending[buf] = nil
+      status.set_generating(false)
+    end
+    if err then
+      return status.on_request_error(err.message or "request failed")
     end
     local now = api.nvim_win_get_cursor(0)
     local stale = api.nvim_get_current_buf() ~= buf
@@ -124,43 +168,36 @@ function M.suggest(buf, trigger_kind)
       or now[1] ~= cursor[1]
       or now[2] ~= cursor[2]
       or not in_insert()
-    if err then
-      -- e.g. the models are still loading; we ask again when they are ready.
-      return vim.notify_once("groundspec: " .. (err.message or "request failed"), vim.log.levels.WARN)
+    if not stale and result then
+      show_result(buf, client, result, cursor, encoding, trigger_kind, step)
     end
-    if stale or not result then
-      return
-    end
-    local list = {}
-    for _, item in ipairs(result.items or result) do
-      local s = to_suggestion(buf, item, cursor[1] - 1, cursor[2], encoding)
-      if s then
-        table.insert(list, s)
-      end
-    end
-    if #list == 0 then
-      return M.dismiss(buf)
-    end
-    shown[buf] = { list = list, index = 1, client_id = client.id }
-    render(buf)
   end, buf)
-  if ok then
-    pending[buf] = { client = client, id = id }
+  if not ok or answered then
+    return
   end
+  request_id = id
+  pending[buf] = { client = client, id = id, tick = tick, row = cursor[1], col = cursor[2], trigger = trigger_kind }
+  -- Say "generating" only when it takes long enough to notice.
+  vim.defer_fn(function()
+    if pending[buf] and pending[buf].id == id then
+      status.set_generating(true)
+    end
+  end, 300)
 end
 
-local function debounce(buf)
-  timer = timer or uv.new_timer()
-  timer:stop()
-  timer:start(
-    M.config.debounce_ms,
-    0,
-    vim.schedule_wrap(function()
-      if api.nvim_get_current_buf() == buf and in_insert() then
-        M.suggest(buf, AUTOMATIC)
-      end
-    end)
-  )
+-- Ask once the keys typed in this main-loop turn are in (TextChangedI and
+-- CursorMovedI both fire for one keystroke). No timer: the server debounces.
+local function ask_soon(buf)
+  if asking[buf] then
+    return
+  end
+  asking[buf] = true
+  vim.schedule(function()
+    asking[buf] = nil
+    if api.nvim_buf_is_valid(buf) and api.nvim_get_current_buf() == buf and in_insert() then
+      M.suggest(buf, AUTOMATIC)
+    end
+  end)
 end
 
 -- InsertEnter / TextChangedI / CursorMovedI: keep the suggestion while the user types
@@ -188,7 +225,8 @@ local function on_change(buf)
     M.dismiss(buf)
   end
   cancel_pending(buf) -- its answer would be stale
-  debounce(buf)
+  status.refresh(buf) -- keep the hint on the cursor line
+  ask_soon(buf)
 end
 
 local function run_command(buf, s)
@@ -265,15 +303,19 @@ function M.accept_line()
   return accept_part(ghost.next_line)
 end
 
---- Show the next (step 1) or previous (step -1) suggestion.
+--- Show the next (step 1) or previous (step -1) suggestion. With one
+--- suggestion from typing (or none), ask the server explicitly (triggerKind
+--- Invoked), which may return several, and show the next of those.
 function M.cycle(step)
+  step = step or 1
   local buf = api.nvim_get_current_buf()
   local state = shown[buf]
-  if not state then
-    return false
+  if state and #state.list > 1 then
+    state.index = (state.index - 1 + step) % #state.list + 1
+    render(buf)
+  elseif not state or state.trigger ~= INVOKED then
+    M.suggest(buf, INVOKED, state and step or nil)
   end
-  state.index = (state.index - 1 + (step or 1)) % #state.list + 1
-  render(buf)
   return true
 end
 
@@ -314,6 +356,17 @@ local function command_range(buf, opts, encoding)
   }
 end
 
+-- First and last line (1-based) a range covers: a range that ends at the
+-- start of a line (whole lines selected) does not cover that line.
+local function line_span(range)
+  local finish = range["end"]
+  local last = finish.line + 1
+  if finish.character == 0 and finish.line > range.start.line then
+    last = finish.line
+  end
+  return range.start.line + 1, last
+end
+
 --- Rewrite the selected lines following an instruction; the server applies
 --- the edit with workspace/applyEdit. `opts`: line1, line2, range (from a
 --- user command) and instruction (asked with vim.ui.input when missing).
@@ -329,16 +382,28 @@ function M.refactor(opts)
     if not instruction or vim.trim(instruction) == "" then
       return
     end
-    util.notify(("refactoring lines %d-%d..."):format(range.start.line + 1, range["end"].line + 1))
+    local first, last = line_span(range)
+    util.notify(("refactoring lines %d-%d... (:GroundspecCancel stops it)"):format(first, last))
     local args = { { uri = vim.uri_from_bufnr(buf), range = range, instruction = instruction } }
     local params = { command = "groundspec.refactor", arguments = args }
-    util.call(client, "request", "workspace/executeCommand", params, function(err)
-      if err then
-        util.notify("refactor failed: " .. (err.message or vim.inspect(err)), vim.log.levels.ERROR)
+    local job, answered = { client = client }, false
+    local ok, id = util.call(client, "request", "workspace/executeCommand", params, function(err)
+      answered = true
+      if refactors[buf] == job then
+        refactors[buf] = nil
+      end
+      if job.cancelled then
+        return
+      elseif err then
+        util.notify("refactor failed: " .. status.strip(err.message or vim.inspect(err)), vim.log.levels.ERROR)
       else
         util.notify("refactor applied")
       end
     end, buf)
+    if ok and not answered then
+      job.id = id
+      refactors[buf] = job
+    end
   end
   if opts.instruction and opts.instruction ~= "" then
     run(opts.instruction)
@@ -347,29 +412,53 @@ function M.refactor(opts)
   end
 end
 
---- groundspec/stats of the server attached to the current buffer (blocking), or nil, err.
-function M.stats(timeout_ms)
+--- Stop the running refactor of the current buffer (of every buffer when
+--- it has none). Returns how many were stopped.
+function M.cancel()
+  local buf = api.nvim_get_current_buf()
+  local bufs = refactors[buf] and { buf } or vim.tbl_keys(refactors)
+  for _, b in ipairs(bufs) do
+    local job = refactors[b]
+    refactors[b] = nil
+    job.cancelled = true
+    pcall(util.call, job.client, "cancel_request", job.id)
+  end
+  util.notify(#bufs > 0 and "refactor cancelled" or "no refactor is running")
+  return #bufs
+end
+
+--- groundspec/stats of the server, without blocking: `callback(stats)` or
+--- `callback(nil, error message)`.
+function M.stats(callback)
   local buf = api.nvim_get_current_buf()
   local client = get_client(buf) or vim.lsp.get_clients({ name = "groundspec" })[1]
   if not client then
-    return nil, "groundspec is not running"
+    return callback(nil, "groundspec is not running")
   end
-  local res, err = util.call(client, "request_sync", "groundspec/stats", {}, timeout_ms or 2000, buf)
-  if not res then
-    return nil, err or "no answer"
+  local ok = util.call(client, "request", "groundspec/stats", {}, function(err, result)
+    if err then
+      callback(nil, status.strip(err.message))
+    else
+      callback(result)
+    end
+  end, buf)
+  if not ok then
+    callback(nil, "the server is not answering")
   end
-  if res.err then
-    return nil, res.err.message
-  end
-  return res.result
+end
+
+--- The server's state in a few words, for a statusline ("" when idle).
+function M.status()
+  return status.text()
 end
 
 local function map(buf, lhs, action)
   if not lhs then
     return
   end
+  local always = { suggest = true, next = true, prev = true } -- these ask when nothing is shown
   vim.keymap.set("i", lhs, function()
-    if current(buf) or (action == "suggest") then
+    if current(buf) or always[action] then
       return ("<Cmd>lua require('groundspec').%s()<CR>"):format(action)
     end
     return lhs
@@ -385,26 +474,17 @@ local function capabilities()
   return caps
 end
 
---- Start (or reuse) the server for `buf` and set up typing, keys and cleanup.
-function M.attach(buf)
-  buf = (buf == nil or buf == 0) and api.nvim_get_current_buf() or buf
-  if vim.b[buf].groundspec_attached or vim.bo[buf].buftype ~= "" then
-    return
+local function init_options()
+  local opts = vim.deepcopy(M.config.init_options or {})
+  if M.config.debounce_ms then
+    opts.debounceMs = M.config.debounce_ms
   end
-  local root = vim.fs.root(buf, M.config.root_markers) or vim.fn.getcwd()
-  local client_id = vim.lsp.start({
-    name = "groundspec",
-    cmd = M.config.cmd,
-    root_dir = root,
-    -- An empty Lua table would be sent as a JSON array.
-    init_options = next(M.config.init_options or {}) and M.config.init_options or vim.empty_dict(),
-    capabilities = capabilities(),
-  }, { bufnr = buf })
-  if not client_id then
-    return
-  end
-  vim.b[buf].groundspec_attached = true
+  -- An empty Lua table would be sent as a JSON array.
+  return next(opts) and opts or vim.empty_dict()
+end
 
+-- Typing, keys and cleanup for `buf`; safe to run again (:e! re-attaches).
+local function setup_buffer(buf)
   local group = api.nvim_create_augroup("groundspec_buf_" .. buf, { clear = true })
   api.nvim_create_autocmd({ "InsertEnter", "TextChangedI", "CursorMovedI" }, {
     group = group,
@@ -413,27 +493,25 @@ function M.attach(buf)
       on_change(buf)
     end,
   })
-  local function ask_again(client_id)
-    local client = vim.lsp.get_client_by_id(client_id)
-    if client and client.name == "groundspec" and in_insert() and api.nvim_get_current_buf() == buf then
-      debounce(buf)
-    end
-  end
-  -- Typing started before the server was up, or while the models loaded: ask now.
+  -- Typing started before the server was up: ask now.
   api.nvim_create_autocmd("LspAttach", {
     group = group,
     buffer = buf,
     callback = function(ev)
-      ask_again(ev.data.client_id)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      if client and client.name == "groundspec" and in_insert() and api.nvim_get_current_buf() == buf then
+        ask_soon(buf)
+      end
     end,
   })
-  api.nvim_create_autocmd("LspProgress", {
+  api.nvim_create_autocmd("LspDetach", {
     group = group,
-    pattern = "end",
+    buffer = buf,
     callback = function(ev)
-      local params = ev.data and ev.data.params
-      if params and params.token == LOAD_PROGRESS then
-        ask_again(ev.data.client_id)
+      local client = vim.lsp.get_client_by_id(ev.data.client_id)
+      if client and client.name == "groundspec" then
+        pending[buf] = nil -- the client is gone: nothing to cancel
+        M.dismiss(buf)
       end
     end,
   })
@@ -441,9 +519,6 @@ function M.attach(buf)
     group = group,
     buffer = buf,
     callback = function()
-      if timer then
-        timer:stop()
-      end
       M.dismiss(buf)
     end,
   })
@@ -451,7 +526,7 @@ function M.attach(buf)
     group = group,
     buffer = buf,
     callback = function()
-      shown[buf], pending[buf] = nil, nil
+      shown[buf], pending[buf], refactors[buf] = nil, nil, nil
       api.nvim_del_augroup_by_id(group)
     end,
   })
@@ -466,6 +541,49 @@ function M.attach(buf)
   map(buf, keys.suggest, "suggest")
 end
 
+--- Start (or reuse) the server for `buf` and set up typing, keys and cleanup.
+--- Safe to call again: after :e! Neovim detaches the client, and the
+--- FileType event that follows attaches it again.
+function M.attach(buf)
+  buf = (buf == nil or buf == 0) and api.nvim_get_current_buf() or buf
+  if vim.bo[buf].buftype ~= "" or get_client(buf) then
+    return
+  end
+  local client_id = vim.lsp.start({
+    name = "groundspec",
+    cmd = M.config.cmd,
+    root_dir = vim.fs.root(buf, M.config.root_markers) or vim.fn.getcwd(),
+    init_options = init_options(),
+    capabilities = capabilities(),
+    handlers = {
+      ["window/showMessage"] = function(_, params)
+        status.on_show_message(params)
+      end,
+    },
+    on_exit = function()
+      vim.schedule(status.reset)
+    end,
+  }, { bufnr = buf })
+  if client_id then
+    setup_buffer(buf)
+  end
+end
+
+-- $/progress from groundspec: shown as the state; after the models loaded,
+-- ask for the suggestion the user has been waiting for.
+local function on_progress(ev)
+  local client = vim.lsp.get_client_by_id(ev.data.client_id)
+  local params = ev.data.params
+  if not client or client.name ~= "groundspec" or not params then
+    return
+  end
+  status.on_progress(params.token, params.value)
+  local buf = api.nvim_get_current_buf()
+  if params.token == LOAD_PROGRESS and params.value.kind == "end" and in_insert() and get_client(buf) then
+    ask_soon(buf)
+  end
+end
+
 function M.next()
   return M.cycle(1)
 end
@@ -477,7 +595,9 @@ end
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(defaults), opts or {})
   api.nvim_set_hl(0, "GroundspecGhost", { link = "Comment", default = true })
+  api.nvim_set_hl(0, "GroundspecStatus", { link = "NonText", default = true })
   local group = api.nvim_create_augroup("groundspec", { clear = true })
+  api.nvim_create_autocmd("LspProgress", { group = group, callback = on_progress })
   api.nvim_create_autocmd("FileType", {
     group = group,
     pattern = M.config.filetypes,
