@@ -33,6 +33,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION = ROOT / "clients" / "vscode"
 FAKE_TEXT = "fake_completion()"
+STUB_SERVER = ROOT / "tests" / "clients" / "multi_item_server.py"
+STUB_ITEMS = ["first_item()", "second_item()", "third_item()"]
 SOURCE = "import math\n\n\ndef area(radius):\n    return math.pi * radius ** 2\n\n\nresult = \n"
 
 
@@ -153,6 +155,10 @@ class Workbench:
         time.sleep(0.5)
         self.keys(Keys.ENTER)
 
+    def status_tooltip(self) -> str:
+        items = self.find(".statusbar-item[id*='groundspec'] a, .statusbar-item[id*='groundspec']")
+        return " ".join(e.get_attribute("aria-label") or "" for e in items)
+
     def go_to_line(self, line: int) -> None:
         from selenium.webdriver.common.keys import Keys
 
@@ -187,7 +193,7 @@ class Workbench:
         return " | ".join(e.text for e in items if "groundspec" in (e.get_attribute("id") or ""))
 
 
-def user_settings(server_args: list[str]) -> dict[str, Any]:
+def user_settings(server_path: str, server_args: list[str]) -> dict[str, Any]:
     return {
         "security.workspace.trust.enabled": False,
         "workbench.startupEditor": "none",
@@ -204,7 +210,7 @@ def user_settings(server_args: list[str]) -> dict[str, Any]:
         "editor.wordBasedSuggestions": "off",
         "editor.inlineSuggest.enabled": True,
         "files.autoSave": "off",
-        "groundspec.serverPath": GROUNDSPEC,
+        "groundspec.serverPath": server_path,
         "groundspec.serverArgs": server_args,
         "groundspec.debounceMs": 0,
     }
@@ -212,10 +218,13 @@ def user_settings(server_args: list[str]) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def code_server(
-    tmp_path: Path, server_args: list[str], env_extra: dict[str, str]
+    tmp_path: Path,
+    server_args: list[str],
+    env_extra: dict[str, str],
+    server_path: str | None = GROUNDSPEC,
 ) -> Iterator[Workbench]:
     """code-server with the .vsix installed, in dirs of its own, and Chromium on its page."""
-    assert CODE_SERVER is not None
+    assert CODE_SERVER is not None and server_path is not None
     vsix = find_vsix()
     assert vsix.exists(), f"{vsix} is missing: build it with `bash .ci/code-server.sh`"
     print(f"vsix: {vsix}")
@@ -223,7 +232,7 @@ def code_server(
     for path in (data / "User", extensions, folder):
         path.mkdir(parents=True)
     server_log = tmp_path / "groundspec.log"
-    settings = user_settings([*server_args, "--log-file", str(server_log)])
+    settings = user_settings(server_path, [*server_args, "--log-file", str(server_log)])
     (data / "User" / "settings.json").write_text(json.dumps(settings))
     (folder / "app.py").write_text(SOURCE)
     env = dict(os.environ)
@@ -362,6 +371,59 @@ def test_ghost_text_tab_and_refactor_in_code_server(tmp_path: Path) -> None:
             wait_for("the refactor saved in app.py", lambda: app.read_text() == expected, 15)
         assert app.read_text() == expected
         bench.screenshot("vscode-refactor.png")
+
+
+def test_next_inline_suggestion_cycles_through_all_items(tmp_path: Path) -> None:
+    """VS Code's "next inline suggestion" (Alt+]) asks explicitly and shows each item the
+    server returns: the extension passes them all on. A stand-in server returns three."""
+    from selenium.webdriver.common.keys import Keys
+
+    stub = tmp_path / "stub-server"
+    stub.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STUB_SERVER}" "$@"\n')
+    stub.chmod(0o755)
+    with code_server(tmp_path, [], {}, server_path=str(stub)) as bench:
+        bench.open_from_explorer("app.py")
+        wait_for("the stub ready in the status bar", lambda: "tok/s" in bench.status_bar(), 60)
+        bench.find(".monaco-editor .view-lines")[0].click()
+        bench.go_to_line(8)
+        bench.keys(Keys.END, "x")
+        seen = [bench.ghost_text(30)]
+        for _ in range(len(STUB_ITEMS)):
+            bench.chord(Keys.ALT, "]")
+            wait_for(
+                "the next inline suggestion",
+                lambda: bench.ghost_text(5) != seen[-1],
+                15,
+            )
+            seen.append(bench.ghost_text(5))
+        print(f"inline suggestions seen while cycling: {seen}")
+        assert seen[0] == STUB_ITEMS[0]
+        assert sorted(set(seen)) == sorted(STUB_ITEMS)
+
+
+def test_missing_models_shown_once_with_the_fix(tmp_path: Path) -> None:
+    """No models: the status bar item turns to an error and one notification says
+    how to fix it, however often the user types."""
+    from selenium.webdriver.common.keys import Keys
+
+    env = {"GROUNDSPEC_CACHE": str(tmp_path / "no-models")}
+    with code_server(tmp_path, [], env) as bench:
+        bench.open_from_explorer("app.py")
+        wait_for(
+            "the error in the status bar",
+            lambda: bench.find(".statusbar-item[id*='groundspec'] .codicon-error"),
+            60,
+        )
+        bench.find(".monaco-editor .view-lines")[0].click()
+        bench.go_to_line(8)
+        bench.keys(Keys.END, "abc")
+        time.sleep(3)  # completion requests fail meanwhile; none may add a message
+        messages = [e.text for e in bench.find(".notification-list-item-message")]
+        bench.screenshot("vscode-missing-models.png")
+        print(f"notifications: {messages}; status tooltip: {bench.status_tooltip()!r}")
+        assert len(messages) == 1, messages
+        assert "groundspec models fetch" in messages[0]
+        assert "groundspec models fetch" in bench.status_tooltip()
 
 
 @pytest.mark.model

@@ -43,6 +43,7 @@ class Groundspec implements vscode.Disposable {
   private poll: NodeJS.Timeout | undefined;
   private state = new ServerStatus();
   private failureShown = false;
+  private starting: Promise<void> = Promise.resolve();
 
   constructor() {
     this.status.command = "groundspec.showStats";
@@ -72,8 +73,9 @@ class Groundspec implements vscode.Disposable {
     this.state = new ServerStatus();
     this.failureShown = false;
     this.render();
+    this.starting = client.start();
     try {
-      await client.start();
+      await this.starting;
     } catch (error) {
       this.state.failed(`could not start "${command} serve": ${messageOf(error)}`);
       this.render();
@@ -114,7 +116,8 @@ class Groundspec implements vscode.Disposable {
 
   /** The server's window/showMessage; a failed model load becomes one message with its fix. */
   private async onServerMessage(message: ShowMessageParams): Promise<void> {
-    if (message.type === MessageType.Error && this.state.phase !== "ready") {
+    if (message.type === MessageType.Error) {
+      await this.starting.catch(() => undefined); // a load can fail before start() resolves
       const stats = await this.fetchStats(false);
       if (stats) this.state.statsArrived(stats);
       if (this.state.phase === "failed") {
@@ -137,7 +140,7 @@ class Groundspec implements vscode.Disposable {
     const fetch = `Run "${FIX_COMMAND}"`;
     const restart = "Restart Server";
     void vscode.window
-      .showErrorMessage(`groundspec: ${reason}. ${fixAdvice()}`, fetch, restart)
+      .showErrorMessage(`groundspec: ${reason}. ${fixAdvice(reason)}`, fetch, restart)
       .then((choice) => {
         if (choice === fetch) this.runModelsFetch();
         if (choice === restart) void this.restart();

@@ -58,7 +58,7 @@ export class ServerStatus {
   /** groundspec/stats arrived; its engineState is the server's own word on the phase. */
   statsArrived(stats: ServerStats): void {
     this.stats = stats;
-    const state = stats.engineState;
+    const state = stats.server?.engineState;
     if (state === "ready" || state === "failed") {
       this.load = undefined;
       this.phase = state;
@@ -99,7 +99,7 @@ export class ServerStatus {
       case "failed":
         return {
           text: "$(error) groundspec",
-          tooltip: `groundspec: ${this.failure || "the models could not be loaded"}\n${fixAdvice()}`,
+          tooltip: `groundspec: ${this.failure || "the models could not be loaded"}\n${fixAdvice(this.failure)}`,
         };
       case "loading":
         return this.loadingView();
@@ -110,9 +110,8 @@ export class ServerStatus {
 
   private loadProgress(value: ProgressValue): void {
     if (value.kind === "end") {
-      this.load = undefined;
-      // The end message says "Models ready" or a failure; stats confirm which.
-      if (this.phase === "loading") this.phase = "ready";
+      // "Models ready" or a failure: groundspec/stats, asked next, says which.
+      this.load = { title: value.message ?? "loading models" };
       return;
     }
     this.phase = "loading";
@@ -148,6 +147,8 @@ export class ServerStatus {
   }
 }
 
-export function fixAdvice(): string {
+/** How to fix a failed load, unless `reason` already says it. */
+export function fixAdvice(reason = ""): string {
+  if (reason.includes(FIX_COMMAND)) return `Then "groundspec: Restart Server".`;
   return `Fix: run \`${FIX_COMMAND}\` (or set groundspec.targetModel / groundspec.draftModel), then "groundspec: Restart Server".`;
 }

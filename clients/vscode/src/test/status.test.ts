@@ -16,13 +16,15 @@ test("model loading progress shows its percentage, then ready", () => {
   assert.equal(status.view().text, "$(sync~spin) groundspec: loading 40%");
   assert.match(status.view().tooltip, /target model 40%/);
   status.progress(LOAD_TOKEN, { kind: "end", message: "Models ready" });
+  assert.equal(status.phase, "loading"); // until the stats say ready or failed
+  status.statsArrived({ server: { engineState: "ready" } });
   assert.equal(status.phase, "ready");
-  assert.equal(status.view().text, "$(zap) groundspec");
+  assert.equal(status.view().text, "$(zap) 0.0 tok/s");
 });
 
 test("stats saying the engine is loading show loading before any progress arrives", () => {
   const status = new ServerStatus();
-  status.statsArrived({ engineState: "loading" });
+  status.statsArrived({ server: { engineState: "loading" } });
   assert.match(status.view().text, /loading/);
 });
 
@@ -30,7 +32,7 @@ test("a failed load shows an error with the fix, and stays failed", () => {
   const status = new ServerStatus();
   status.progress(LOAD_TOKEN, { kind: "begin", message: "Loading models", percentage: 0 });
   status.progress(LOAD_TOKEN, { kind: "end", message: "Model loading failed" });
-  status.statsArrived({ engineState: "failed" });
+  status.statsArrived({ server: { engineState: "failed" } });
   assert.equal(status.phase, "failed");
   status.failed("the target model is not assembled yet");
   const view = status.view();
@@ -41,9 +43,17 @@ test("a failed load shows an error with the fix, and stays failed", () => {
   assert.equal(status.view().text, "$(error) groundspec");
 });
 
+test("the fix is not said twice when the server's reason already names it", () => {
+  const status = new ServerStatus();
+  status.failed(`the target model is not assembled yet: run \`${FIX_COMMAND}\``);
+  const tooltip = status.view().tooltip;
+  assert.equal(tooltip.split(FIX_COMMAND).length, 2, tooltip);
+  assert.match(tooltip, /Restart Server/);
+});
+
 test("generating shows while a completion request is out, then the speed", () => {
   const status = new ServerStatus();
-  status.statsArrived({ engineState: "ready", tokensPerSecond: 12.5 });
+  status.statsArrived({ server: { engineState: "ready" }, tokensPerSecond: 12.5 });
   status.generating(true);
   status.generating(true);
   assert.equal(status.view().text, "$(loading~spin) groundspec: generating");
@@ -58,7 +68,7 @@ test("generating shows while a completion request is out, then the speed", () =>
 
 test("other progress (a refactor, warming) shows its title and message until it ends", () => {
   const status = new ServerStatus();
-  status.statsArrived({ engineState: "ready" });
+  status.statsArrived({ server: { engineState: "ready" } });
   status.progress("groundspec/refactor/1", { kind: "begin", title: "groundspec refactor", message: "add types" });
   assert.match(status.view().tooltip, /groundspec refactor: add types/);
   assert.match(status.view().text, /loading~spin/);
