@@ -107,6 +107,7 @@ class Workbench:
     driver: Any
     folder: Path
     log: Path
+    announce: Callable[[str], None]
 
     def find(self, css: str) -> list[Any]:
         from selenium.webdriver.common.by import By
@@ -184,7 +185,7 @@ class Workbench:
     def screenshot(self, name: str) -> Path:
         path = artifacts_dir() / name
         self.driver.save_screenshot(str(path))
-        print(f"screenshot: {path}")
+        self.announce(f"screenshot: {path}")
         return path
 
     def status_bar(self) -> str:
@@ -216,9 +217,21 @@ def user_settings(server_path: str, server_args: list[str]) -> dict[str, Any]:
     }
 
 
+@pytest.fixture
+def announce(capsys: pytest.CaptureFixture[str]) -> Callable[[str], None]:
+    """Print to the terminal even when pytest captures output (paths of CI artifacts)."""
+
+    def say(message: str) -> None:
+        with capsys.disabled():
+            print(f"\n{message}", flush=True)
+
+    return say
+
+
 @contextlib.contextmanager
 def code_server(
     tmp_path: Path,
+    announce: Callable[[str], None],
     server_args: list[str],
     env_extra: dict[str, str],
     server_path: str | None = GROUNDSPEC,
@@ -227,7 +240,7 @@ def code_server(
     assert CODE_SERVER is not None and server_path is not None
     vsix = find_vsix()
     assert vsix.exists(), f"{vsix} is missing: build it with `bash .ci/code-server.sh`"
-    print(f"vsix: {vsix}")
+    announce(f"vsix: {vsix}")
     data, extensions, folder = tmp_path / "data", tmp_path / "extensions", tmp_path / "project"
     for path in (data / "User", extensions, folder):
         path.mkdir(parents=True)
@@ -272,16 +285,14 @@ def code_server(
         wait_for("code-server /healthz", lambda: urllib.request.urlopen(url + "/healthz"), 60)
         driver = start_chromium()
         driver.get(f"{url}/?folder={folder}")
-        yield Workbench(driver, folder, log)
+        yield Workbench(driver, folder, log, announce)
     except BaseException:
         print(f"code-server log ({log}):\n{log.read_text()[-4000:]}")
         if server_log.exists():
             print(f"groundspec log ({server_log}):\n{server_log.read_text()[-6000:]}")
         if driver is not None:
             with contextlib.suppress(Exception):
-                print(
-                    f"screenshot: {Workbench(driver, folder, log).screenshot('vscode-failure.png')}"
-                )
+                Workbench(driver, folder, log, announce).screenshot("vscode-failure.png")
         raise
     finally:
         if driver is not None:
@@ -315,13 +326,21 @@ def start_chromium() -> Any:
     return webdriver.Chrome(service=service, options=options)
 
 
-def type_and_accept(bench: Workbench, timeout: float) -> str:
-    """Type at the end of `result = `, wait for ghost text, Tab, save; the ghost text."""
+def type_and_accept(bench: Workbench, timeout: float) -> tuple[str, set[str]]:
+    """Type at the end of `result = `, wait for ghost text, Tab, save.
+
+    Returns the ghost text and the texts the status bar item showed before it was ready."""
     from selenium.webdriver.common.keys import Keys
 
     bench.open_from_explorer("app.py")
     # The extension's status item shows the speed once the server answered groundspec/stats.
-    wait_for("groundspec ready in the status bar", lambda: "tok/s" in bench.status_bar(), timeout)
+    statuses: set[str] = set()
+
+    def ready() -> bool:
+        statuses.add(bench.status_bar())
+        return "tok/s" in bench.status_bar()
+
+    wait_for("groundspec ready in the status bar", ready, timeout)
     bench.find(".monaco-editor .view-lines")[0].click()
     bench.chord(Keys.CONTROL, Keys.END)
     bench.keys(Keys.UP, Keys.END, "are")
@@ -330,16 +349,18 @@ def type_and_accept(bench: Workbench, timeout: float) -> str:
     bench.screenshot("vscode-ghost-text.png")
     bench.keys(Keys.TAB)
     bench.save()
-    return ghost
+    return ghost, statuses
 
 
-def test_ghost_text_tab_and_refactor_in_code_server(tmp_path: Path) -> None:
+def test_ghost_text_tab_and_refactor_in_code_server(
+    tmp_path: Path, announce: Callable[[str], None]
+) -> None:
     from selenium.webdriver.common.keys import Keys
 
     env = {"GROUNDSPEC_FAKE_TEXT": FAKE_TEXT, "GROUNDSPEC_FAKE_DELAY_MS": "0"}
-    with code_server(tmp_path, ["--fake"], env) as bench:
+    with code_server(tmp_path, announce, ["--fake"], env) as bench:
         app = bench.folder / "app.py"
-        ghost = type_and_accept(bench, timeout=90)
+        ghost, _ = type_and_accept(bench, timeout=90)
         assert FAKE_TEXT in ghost.replace("\u00a0", " ")
         wait_for(
             "the accepted suggestion in app.py",
@@ -373,7 +394,9 @@ def test_ghost_text_tab_and_refactor_in_code_server(tmp_path: Path) -> None:
         bench.screenshot("vscode-refactor.png")
 
 
-def test_next_inline_suggestion_cycles_through_all_items(tmp_path: Path) -> None:
+def test_next_inline_suggestion_cycles_through_all_items(
+    tmp_path: Path, announce: Callable[[str], None]
+) -> None:
     """VS Code's "next inline suggestion" (Alt+]) asks explicitly and shows each item the
     server returns: the extension passes them all on. A stand-in server returns three."""
     from selenium.webdriver.common.keys import Keys
@@ -381,7 +404,7 @@ def test_next_inline_suggestion_cycles_through_all_items(tmp_path: Path) -> None
     stub = tmp_path / "stub-server"
     stub.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STUB_SERVER}" "$@"\n')
     stub.chmod(0o755)
-    with code_server(tmp_path, [], {}, server_path=str(stub)) as bench:
+    with code_server(tmp_path, announce, [], {}, server_path=str(stub)) as bench:
         bench.open_from_explorer("app.py")
         wait_for("the stub ready in the status bar", lambda: "tok/s" in bench.status_bar(), 60)
         bench.find(".monaco-editor .view-lines")[0].click()
@@ -401,13 +424,15 @@ def test_next_inline_suggestion_cycles_through_all_items(tmp_path: Path) -> None
         assert sorted(set(seen)) == sorted(STUB_ITEMS)
 
 
-def test_missing_models_shown_once_with_the_fix(tmp_path: Path) -> None:
-    """No models: the status bar item turns to an error and one notification says
+def test_missing_models_shown_once_with_the_fix(
+    tmp_path: Path, announce: Callable[[str], None]
+) -> None:
+    """A missing model: the status bar item turns to an error and one notification says
     how to fix it, however often the user types."""
     from selenium.webdriver.common.keys import Keys
 
-    env = {"GROUNDSPEC_CACHE": str(tmp_path / "no-models")}
-    with code_server(tmp_path, [], env) as bench:
+    env = {"GROUNDSPEC_TARGET_MODEL": str(tmp_path / "missing.gguf")}
+    with code_server(tmp_path, announce, [], env) as bench:
         bench.open_from_explorer("app.py")
         wait_for(
             "the error in the status bar",
@@ -427,10 +452,13 @@ def test_missing_models_shown_once_with_the_fix(tmp_path: Path) -> None:
 
 
 @pytest.mark.model
-def test_real_models_in_code_server(tmp_path: Path) -> None:
+def test_real_models_in_code_server(tmp_path: Path, announce: Callable[[str], None]) -> None:
     """The default models behind the extension: some ghost text appears and Tab inserts it."""
-    with code_server(tmp_path, [], {}) as bench:
-        ghost = type_and_accept(bench, timeout=240).replace("\u00a0", " ")
+    with code_server(tmp_path, announce, [], {}) as bench:
+        ghost, statuses = type_and_accept(bench, timeout=240)
+        ghost = ghost.replace("\u00a0", " ")
+        bench.announce(f"status bar while the models loaded: {sorted(statuses)}")
+        assert any("loading" in status for status in statuses), statuses
         assert ghost.strip()
         first_line = ghost.splitlines()[0].strip()
         wait_for(
