@@ -97,6 +97,10 @@ class Groundspec implements vscode.Disposable {
         }
         next(token, params);
       },
+      // The suggestion shows as ghost text; the same text in the suggest widget
+      // too would be noise, and a second request per keystroke would supersede
+      // the inline one on the server (newest wins per document).
+      provideCompletionItem: () => undefined,
       provideInlineCompletionItems: async (document, position, context, token, next) => {
         this.state.generating(true);
         this.render();
