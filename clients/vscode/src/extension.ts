@@ -108,7 +108,7 @@ class Groundspec implements vscode.Disposable {
           return await next(document, position, context, token);
         } catch (error) {
           // Logged by the client; loading or a failed load shows in the status bar.
-          if (!token.isCancellationRequested) void this.refreshStatus();
+          if (!token.isCancellationRequested && this.state.phase !== "failed") void this.refreshStatus();
           return null;
         } finally {
           this.state.generating(false);
