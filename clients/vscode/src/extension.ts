@@ -2,7 +2,10 @@
 // completions through LSP 3.18 textDocument/inlineCompletion (built into
 // vscode-languageclient 10); each item carries the server's groundspec.accepted
 // command, which VS Code runs on accept. Adds a refactor command, a statistics
-// command and a status bar item with tokens/s and draft acceptance.
+// command and a status bar item: model loading progress, a failed load with its
+// fix, "generating" while a suggestion is computed, then tokens/s and draft
+// acceptance. All the server's items reach VS Code, so its "next suggestion"
+// (Alt+]) cycles through the alternatives the server returns.
 import * as os from "os";
 import * as vscode from "vscode";
 import {
@@ -10,7 +13,12 @@ import {
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
+  MessageType,
+  Middleware,
+  RevealOutputChannelOn,
   ServerOptions,
+  ShowMessageNotification,
+  ShowMessageParams,
   State,
 } from "vscode-languageclient/node";
 
@@ -22,7 +30,8 @@ import {
   Settings,
   toInitializationOptions,
 } from "./settings";
-import { formatStats, ServerStats, statusText } from "./stats";
+import { formatStats, ServerStats } from "./stats";
+import { FIX_COMMAND, fixAdvice, LOAD_TOKEN, ProgressValue, ServerStatus } from "./status";
 
 const LANGUAGES = ["python", "javascript", "typescript", "go", "rust"];
 
@@ -32,6 +41,9 @@ class Groundspec implements vscode.Disposable {
   private readonly output = vscode.window.createOutputChannel("groundspec", { log: true });
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   private poll: NodeJS.Timeout | undefined;
+  private state = new ServerStatus();
+  private failureShown = false;
+  private starting: Promise<void> = Promise.resolve();
 
   constructor() {
     this.status.command = "groundspec.showStats";
@@ -49,19 +61,101 @@ class Groundspec implements vscode.Disposable {
       ]),
       initializationOptions: toInitializationOptions(this.settings),
       outputChannel: this.output,
+      // Failed requests (e.g. while the models load) go to the output channel;
+      // the status bar item says what is wrong, one notification says how to fix it.
+      revealOutputChannelOn: RevealOutputChannelOn.Never,
+      middleware: this.middleware(),
     };
     const client = new LanguageClient("groundspec", "groundspec", serverOptions, clientOptions);
     client.onDidChangeState((event) => this.onState(event.newState));
+    client.onNotification(ShowMessageNotification.type, (message) => void this.onServerMessage(message));
     this.client = client;
-    this.showStatus("$(sync~spin) groundspec", "starting groundspec serve");
+    this.state = new ServerStatus();
+    this.failureShown = false;
+    this.render();
+    this.starting = client.start();
     try {
-      await client.start();
+      await this.starting;
     } catch (error) {
-      this.showStatus("$(error) groundspec", `could not start ${command}: ${error}`);
+      this.state.failed(`could not start "${command} serve": ${messageOf(error)}`);
+      this.render();
       void vscode.window.showErrorMessage(
-        `groundspec: could not start "${command} serve" (${error}). Set groundspec.serverPath.`,
+        `groundspec: could not start "${command} serve" (${messageOf(error)}). Set groundspec.serverPath.`,
       );
     }
+  }
+
+  /** Status from progress and completion requests; every item is passed on. */
+  private middleware(): Middleware {
+    return {
+      handleWorkDoneProgress: (token, params, next) => {
+        this.state.progress(token, params as ProgressValue);
+        this.render();
+        if (token === LOAD_TOKEN) {
+          if (params.kind === "end") void this.refreshStatus();
+          return; // shown by our item; VS Code's own window progress would repeat it
+        }
+        next(token, params);
+      },
+      // The suggestion shows as ghost text; the same text in the suggest widget
+      // too would be noise, and a second request per keystroke would supersede
+      // the inline one on the server (newest wins per document).
+      provideCompletionItem: () => undefined,
+      provideInlineCompletionItems: async (document, position, context, token, next) => {
+        this.state.generating(true);
+        this.render();
+        try {
+          return await next(document, position, context, token);
+        } catch (error) {
+          // Logged by the client; loading or a failed load shows in the status bar.
+          if (!token.isCancellationRequested && this.state.phase !== "failed") void this.refreshStatus();
+          return null;
+        } finally {
+          this.state.generating(false);
+          this.render();
+        }
+      },
+    };
+  }
+
+  /** The server's window/showMessage; a failed model load becomes one message with its fix. */
+  private async onServerMessage(message: ShowMessageParams): Promise<void> {
+    if (message.type === MessageType.Error) {
+      await this.starting.catch(() => undefined); // a load can fail before start() resolves
+      const stats = await this.fetchStats(false);
+      if (stats) this.state.statsArrived(stats);
+      if (this.state.phase === "failed") {
+        this.loadFailed(message.message.replace(/^groundspec:\s*/, ""));
+        return;
+      }
+    }
+    const show = {
+      [MessageType.Error]: vscode.window.showErrorMessage,
+      [MessageType.Warning]: vscode.window.showWarningMessage,
+    }[message.type as number] ?? vscode.window.showInformationMessage;
+    void show(message.message);
+  }
+
+  private loadFailed(reason: string): void {
+    this.state.failed(reason);
+    this.render();
+    if (this.failureShown) return;
+    this.failureShown = true;
+    const fetch = `Run "${FIX_COMMAND}"`;
+    const restart = "Restart Server";
+    void vscode.window
+      .showErrorMessage(`groundspec: ${reason}. ${fixAdvice(reason)}`, fetch, restart)
+      .then((choice) => {
+        if (choice === fetch) this.runModelsFetch();
+        if (choice === restart) void this.restart();
+      });
+  }
+
+  private runModelsFetch(): void {
+    const { command } = serverCommand(this.settings, os.homedir());
+    const terminal = vscode.window.createTerminal("groundspec models fetch");
+    terminal.show();
+    terminal.sendText(`${shellQuote(command)} models fetch`);
   }
 
   async stop(): Promise<void> {
@@ -144,11 +238,13 @@ class Groundspec implements vscode.Disposable {
 
   private onState(state: State): void {
     if (state === State.Running) {
-      this.showStatus("$(zap) groundspec", "groundspec is running");
+      this.state.started();
       this.startPolling();
+      void this.refreshStatus();
     } else if (state === State.Stopped) {
       this.stopPolling();
-      this.showStatus("$(circle-slash) groundspec", "groundspec is stopped");
+      if (this.state.phase !== "failed") this.state.stopped();
+      this.render();
     }
   }
 
@@ -169,7 +265,8 @@ class Groundspec implements vscode.Disposable {
   private async refreshStatus(): Promise<void> {
     const stats = await this.fetchStats(false);
     if (stats) {
-      this.showStatus(statusText(stats), formatStats(stats));
+      this.state.statsArrived(stats);
+      this.render();
     }
   }
 
@@ -198,15 +295,22 @@ class Groundspec implements vscode.Disposable {
     return undefined;
   }
 
-  private showStatus(text: string, tooltip: string): void {
-    this.status.text = text;
-    this.status.tooltip = tooltip;
+  private render(): void {
+    const view = this.state.view();
+    this.status.text = view.text;
+    this.status.tooltip = view.tooltip;
+    this.status.backgroundColor =
+      this.state.phase === "failed" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
     this.status.show();
   }
 }
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
+}
+
+function shellQuote(word: string): string {
+  return /^[\w@%+=:,./~-]+$/.test(word) ? word : `'${word.replace(/'/g, "'\\''")}'`;
 }
 
 let groundspec: Groundspec | undefined;

@@ -6,6 +6,7 @@ export type Speculation = (typeof SPECULATION_MODES)[number];
 
 export interface Settings {
   serverPath: string;
+  serverArgs: string[];
   targetModel: string | null;
   draftModel: string | null;
   nGpuLayers: number | null;
@@ -17,6 +18,7 @@ export interface Settings {
 
 export const DEFAULT_SETTINGS: Settings = {
   serverPath: "groundspec",
+  serverArgs: [],
   targetModel: null,
   draftModel: null,
   nGpuLayers: null,
@@ -38,6 +40,10 @@ function text(value: unknown): string | null {
   return typeof value === "string" && value.trim() !== "" ? value.trim() : null;
 }
 
+function strings(value: unknown): string[] | null {
+  return Array.isArray(value) && value.every((item) => typeof item === "string") ? [...value] : null;
+}
+
 function integer(value: unknown, min: number, max: number): number | null {
   return typeof value === "number" && Number.isInteger(value) && value >= min && value <= max
     ? value
@@ -52,6 +58,7 @@ export function readSettings(get: (key: string) => unknown): Settings {
   const speculation = get("speculation");
   return {
     serverPath: text(get("serverPath")) ?? DEFAULT_SETTINGS.serverPath,
+    serverArgs: strings(get("serverArgs")) ?? DEFAULT_SETTINGS.serverArgs,
     targetModel: text(get("targetModel")),
     draftModel: text(get("draftModel")),
     nGpuLayers: integer(get("nGpuLayers"), 0, 100_000),
@@ -72,6 +79,7 @@ export function readSettings(get: (key: string) => unknown): Settings {
 export function needsRestart(before: Settings, after: Settings): boolean {
   return (
     before.serverPath !== after.serverPath ||
+    before.serverArgs.join("\0") !== after.serverArgs.join("\0") ||
     before.targetModel !== after.targetModel ||
     before.draftModel !== after.draftModel ||
     before.nGpuLayers !== after.nGpuLayers
@@ -92,8 +100,8 @@ export function toInitializationOptions(settings: Settings): InitializationOptio
   };
 }
 
-/** How to start the server: `<serverPath> serve`, with `~/` expanded. */
+/** How to start the server: `<serverPath> serve <serverArgs…>`, with `~/` expanded in the path. */
 export function serverCommand(settings: Settings, home: string): { command: string; args: string[] } {
   const path = settings.serverPath.startsWith("~/") ? home + settings.serverPath.slice(1) : settings.serverPath;
-  return { command: path, args: ["serve"] };
+  return { command: path, args: ["serve", ...settings.serverArgs] };
 }

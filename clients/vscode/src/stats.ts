@@ -17,6 +17,10 @@ export interface ServerStats {
   promptTokens?: number;
   reusedPromptTokens?: number;
   latencyMs?: { p50?: number; p95?: number };
+  server?: {
+    /** "not started", "loading", "ready" or "failed" (lsp_server/scheduler.py). */
+    engineState?: string;
+  };
 }
 
 /** Accepted / drafted tokens over all drafters, or null before any draft. */

@@ -69,10 +69,23 @@ test("the server command is <serverPath> serve with ~ expanded", () => {
   assert.deepEqual(serverCommand(DEFAULT_SETTINGS, "/home/me").command, "groundspec");
 });
 
+test("serverArgs are passed after serve, in order", () => {
+  const settings = readSettings(from({ serverArgs: ["--fake", "--log-file", "/tmp/gs.log"] }));
+  assert.deepEqual(serverCommand(settings, "/home/me").args, ["serve", "--fake", "--log-file", "/tmp/gs.log"]);
+});
+
+test("serverArgs that are not a list of strings fall back to none", () => {
+  for (const serverArgs of ["--fake", ["--fake", 1], { fake: true }, null]) {
+    assert.deepEqual(readSettings(from({ serverArgs })).serverArgs, [], JSON.stringify(serverArgs));
+  }
+});
+
 test("only server or model changes need a restart; the rest is sent to the running server", () => {
   const base = readSettings(() => undefined);
   assert.equal(needsRestart(base, { ...base, maxTokens: 32, debounceMs: 50, speculation: "off" }), false);
   assert.equal(needsRestart(base, { ...base, targetModel: "/m/other.gguf" }), true);
   assert.equal(needsRestart(base, { ...base, serverPath: "/opt/groundspec" }), true);
+  assert.equal(needsRestart(base, { ...base, serverArgs: ["--fake"] }), true);
+  assert.equal(needsRestart({ ...base, serverArgs: ["--fake"] }, { ...base, serverArgs: ["--fake"] }), false);
   assert.equal(needsRestart(base, { ...base, nGpuLayers: 0 }), true);
 });
