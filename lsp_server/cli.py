@@ -319,15 +319,15 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from speculator import bench
+    from bench import run
 
-    return bench.main(args, engine_config(args))
+    return run.main(args, engine_config(args))
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from speculator import bench
+    from bench import demo
 
-    return bench.demo(engine_config(args))
+    return demo.demo(engine_config(args))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from speculator.bench import Report, Run, explain_divergences, markdown, summarize
+from bench.report import Report, Run, explain_divergences, markdown, summarize
 from speculator.config import EngineConfig
 from speculator.types import Stats
 

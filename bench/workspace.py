@@ -21,11 +21,12 @@ from pathlib import Path
 
 import msgspec
 
-from .bench import CORPUS, _peak_rss_mb
-from .config import EngineConfig
-from .engine import SpeculativeEngine
-from .types import CompletionRequest, CompletionResult, Speculation
-from .workspace import WorkspaceIndex
+from speculator.config import EngineConfig
+from speculator.engine import SpeculativeEngine
+from speculator.types import CompletionRequest, CompletionResult, Speculation
+from speculator.workspace import WorkspaceIndex
+
+from .tasks import CORPUS, peak_rss_mb
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ def report(rows: list[Row]) -> str:
             f"| {r.task} | {r.variant} | {'yes' if exact else 'no'} | {speedup:.2f} | "
             f"{r.auto.stats.drafted_tokens} | {r.auto.stats.accepted_tokens} |"
         )
-    lines += ["", f"Peak RSS: {_peak_rss_mb():.0f} MB.", ""]
+    lines += ["", f"Peak RSS: {peak_rss_mb():.0f} MB.", ""]
     return "\n".join(lines)
 
 
