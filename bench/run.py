@@ -2,7 +2,9 @@
 
 Every mode runs on the same task with the same warm prompt, one after the
 other, so ratios come from one run on one machine. Speedup is decode tokens/s
-against `off`; "identical" compares the text with `off`'s.
+against `off`; "identical" compares the text with `off`'s. Results are
+reported per split (dev, test); `--load` keeps one core busy for the whole
+run; `peer` in `--modes` adds llama-server on the same prompts.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import time
 from pathlib import Path
 
@@ -19,8 +22,9 @@ from speculator.config import EngineConfig
 from speculator.languages import language_id_for_path
 from speculator.types import CompletionRequest, Engine, RefactorRequest, Speculation
 
+from .load import CpuLoad
 from .report import Report, Run, explain_divergences, markdown, summarize
-from .tasks import Task, completion_tasks, refactor_tasks
+from .tasks import Task, completion_tasks, refactor_tasks, select
 
 log = logging.getLogger(__name__)
 
@@ -53,45 +57,19 @@ def run_task(engine: Engine, task: Task, mode: Speculation) -> Run:
         text, stats = refactored.new_text, refactored.stats
     seconds = time.perf_counter() - started
     prompt, tokens = getattr(engine, "last_trace", ([], []))
-    return Run(task.name, task.kind, mode, text, stats, seconds, list(prompt), list(tokens))
-
-
-def run_peer(config: EngineConfig, tasks: list[Task]) -> list[dict[str, object]]:
-    """llama-cpp-python's LlamaPromptLookupDecoding vs its own plain decoding, end to end."""
-    from llama_cpp import Llama
-    from llama_cpp.llama_speculative import LlamaPromptLookupDecoding
-
-    from speculator import provision
-    from speculator.models import resolve_path
-    from speculator.prompt import build_refactor
-
-    path = str(resolve_path(config.target_model, provision.TARGET))
-    rows = []
-    plain = Llama(model_path=path, n_ctx=4096, n_threads=config.threads, verbose=False)
-    # logits_all=True: without it llama-cpp-python sizes its score buffer to
-    # n_batch rows and prompt lookup overflows it past 512 tokens.
-    lookup = Llama(
-        model_path=path,
-        n_ctx=4096,
-        n_threads=config.threads,
-        verbose=False,
-        logits_all=True,
-        draft_model=LlamaPromptLookupDecoding(num_pred_tokens=10),
+    return Run(
+        task.name, task.kind, mode, text, stats, seconds, list(prompt), list(tokens), task.split
     )
-    for task in tasks:
-        prompt, fence = build_refactor(
-            task.text[task.start : task.end], task.instruction, language_id_for_path(task.path)
-        )
-        row: dict[str, object] = {"task": task.name}
-        for name, llm in (("plain", plain), ("lookup", lookup)):
-            llm.reset()
-            t0 = time.perf_counter()
-            out = llm.create_completion(prompt, max_tokens=768, temperature=0.0, stop=[fence])
-            row[f"{name}_s"] = round(time.perf_counter() - t0, 2)
-            row[f"{name}_tokens"] = out["usage"]["completion_tokens"]  # type: ignore[index]
-            row[f"{name}_text"] = out["choices"][0]["text"]  # type: ignore[index]
-        rows.append(row)
-    return rows
+
+
+def bench_tasks(kind: str, split: str, limit: int) -> list[Task]:
+    """The tasks of the chosen kinds and split, the first `limit` of each kind."""
+    tasks = []
+    if kind in ("all", "completion"):
+        tasks += select(completion_tasks(), split)[: limit or None]
+    if kind in ("all", "refactor"):
+        tasks += select(refactor_tasks(), split)[: limit or None]
+    return tasks
 
 
 def main(args: argparse.Namespace, config: EngineConfig) -> int:
@@ -103,31 +81,19 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
         from .workspace import run_workspace
 
         return run_workspace(args, config)
-    from speculator.factory import load_engine
+    if args.simulate:
+        from .simulate import run_simulate
 
+        return run_simulate(args, config)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    tasks = []
-    if args.kind in ("all", "completion"):
-        tasks += completion_tasks()[: args.limit or None]
-    if args.kind in ("all", "refactor"):
-        tasks += refactor_tasks()[: args.limit or None]
-    engine = load_engine(config)
-    report = Report()
-    for task in tasks:
-        if task.kind == "completion":
-            engine.warm(CompletionRequest(text=task.text, cursor=task.start, path=task.path))
-        for mode in [m for m in modes if m != "peer"]:
-            run = run_task(engine, task, mode)  # type: ignore[arg-type]
-            report.runs.append(run)
-            log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
-    explain_divergences(engine, report)
-    if "peer" in modes:
-        getattr(engine, "close", lambda: None)()  # free the models before the peer loads its own
-        try:
-            report.peer = run_peer(config, [t for t in tasks if t.kind == "refactor"])
-        except Exception as exc:  # a peer failure must not lose our own results
-            log.error("peer benchmark failed: %s", exc)
-            report.peer = [{"task": "peer failed", "error": str(exc)}]
+    tasks = bench_tasks(args.kind, args.split, args.limit)
+    with CpuLoad(args.load) as load:
+        ours = [m for m in modes if m != "peer"]
+        report = run_modes(config, tasks, ours, args.record_traces, load.enabled)
+        if "peer" in modes:
+            add_peer(config, report)
+        if load.enabled and not load.running:
+            log.error("the load process ended early: the run was not under load throughout")
     summary = summarize(report)
     text = markdown(report, summary, config)
     if args.output:
@@ -137,7 +103,60 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
             {**r.__dict__, "stats": msgspec.to_builtins(r.stats), "prompt": len(r.prompt)}
             for r in report.runs
         ]
-        print(json.dumps({"summary": summary, "runs": runs, "peer": report.peer}))
+        peer = [p.__dict__ for p in report.peer]
+        print(json.dumps({"summary": summary, "runs": runs, "peer": peer, "load": report.load}))
     else:
         print(text)
     return 0
+
+
+def run_modes(
+    config: EngineConfig, tasks: list[Task], modes: list[str], traces: str | None, load: bool
+) -> Report:
+    """Every mode on every task, back to back on one warm engine; then the
+    logit gaps of the divergences, and the `off` traces when asked."""
+    from speculator.factory import load_engine
+
+    engine = load_engine(config)
+    report = Report(load=load)
+    for task in tasks:
+        if task.kind == "completion":
+            engine.warm(CompletionRequest(text=task.text, cursor=task.start, path=task.path))
+        for mode in modes:
+            run = run_task(engine, task, mode)  # type: ignore[arg-type]
+            report.runs.append(run)
+            log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
+    explain_divergences(engine, report)
+    if traces is not None:  # "" (the flag alone): the default trace file
+        from .simulate import DEFAULT_TRACES, record_traces
+
+        record_traces(engine, tasks, report, Path(traces or DEFAULT_TRACES), load)
+    getattr(engine, "close", lambda: None)()  # free the models before the peer loads its own
+    return report
+
+
+def add_peer(config: EngineConfig, report: Report) -> None:
+    """llama-server on the prompts `off` evaluated, or a note why not."""
+    from speculator import provision
+    from speculator.models import resolve_path
+
+    from .peer import find_binary, run_peer
+
+    binary = find_binary()
+    if binary is None:
+        report.peer_note = (
+            "Skipped: no llama-server binary (set GROUNDSPEC_LLAMA_SERVER or build it to "
+            "~/.cache/groundspec/llama-server/0.3.36/llama-server)."
+        )
+        return
+    off = [r for r in report.runs if r.mode == "off"]
+    if not off:
+        report.peer_note = "Skipped: the peer needs `off` in `--modes` (its prompts and lengths)."
+        return
+    model = resolve_path(config.target_model, provision.TARGET)
+    threads = config.threads or os.cpu_count() or 2
+    try:
+        report.peer = run_peer(binary, model, threads, off)
+    except Exception as exc:  # a peer failure must not lose our own results
+        log.error("peer benchmark failed: %s", exc)
+        report.peer_note = f"The peer failed: {exc}"

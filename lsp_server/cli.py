@@ -95,11 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--workspace", action="store_true", help="multi-file workspace benchmark instead"
     )
     bench.add_argument("--kind", choices=["all", "completion", "refactor"], default="all")
+    bench.add_argument("--split", choices=["dev", "test", "all"], default="all")
     bench.add_argument(
         "--modes",
         default="off,auto,lookup,draft,both,peer",
-        help="comma-separated; 'peer' is llama-cpp-python's LlamaPromptLookupDecoding",
+        help="comma-separated; 'peer' is llama-server (plain, ngram-simple, ngram-mod)",
     )
+    bench.add_argument("--load", action="store_true", help="keep one core busy all run long")
+    bench.add_argument(
+        "--record-traces", nargs="?", const="", metavar="PATH", help="save off's tokens"
+    )
+    bench.add_argument("--simulate", action="store_true", help="replay traces, no model time")
+    bench.add_argument("--traces", metavar="PATH", help="trace file for --simulate")
+    bench.add_argument("--cost-scale", type=float, default=1.0, help="--simulate: cost factor")
     bench.add_argument("--limit", type=int, default=0, help="only the first N tasks of each kind")
     bench.add_argument("--output", help="write the markdown report here (e.g. docs/benchmarks.md)")
     bench.add_argument("--json", action="store_true", help="print raw results as JSON")
