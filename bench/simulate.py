@@ -93,7 +93,8 @@ def record_traces(
             )
         )
     session = getattr(engine, "session", None)
-    cost = measure_cost_curve(session, traced[0].prompt) if session and traced else {}
+    # The last task's prompt is still in the cache: measuring after it costs no prompt eval.
+    cost = measure_cost_curve(session, traced[-1].prompt) if session and traced else {}
     traces = Traces(TRACE_VERSION, time.strftime("%Y-%m-%d %H:%M"), load, cost, traced)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(msgspec.json.format(msgspec.json.encode(traces), indent=0))
