@@ -124,22 +124,35 @@ def _completion_corpus(engine: Engine, task: Task) -> list[list[int]]:
     return [list(s) for s in build(request, grounding, fim_prompt(request, grounding))]
 
 
-def measure_cost_curve(session: object, prompt: list[int], repeats: int = 2) -> dict[int, float]:
-    """Verify ms by batch rows after `prompt` (best of `repeats`), on the real session."""
+def measure_cost_curve(session: object, prompt: list[int], passes: int = 3) -> dict[int, float]:
+    """Verify ms by batch rows after `prompt`, on the real session: the best of
+    `passes` passes over all sizes, so a burst of contention hits one sample of
+    each size rather than every sample of one."""
     sync = getattr(session, "sync")  # noqa: B009 - a real speculator.session.Session
     append = getattr(session, "append")  # noqa: B009
     trim = getattr(session, "trim")  # noqa: B009
     sync([prompt])
-    curve = {}
-    for rows in sorted(DEFAULT_COST_MS):
-        best = float("inf")
-        for _ in range(repeats):
+    filler = prompt * (max(DEFAULT_COST_MS) // max(1, len(prompt)) + 1)
+    curve = {rows: float("inf") for rows in sorted(DEFAULT_COST_MS)}
+    for _ in range(passes):
+        for rows in curve:
             started = time.perf_counter()
-            append((prompt * (rows // max(1, len(prompt)) + 1))[:rows])
-            best = min(best, (time.perf_counter() - started) * 1000)
+            append(filler[:rows])
+            curve[rows] = min(curve[rows], (time.perf_counter() - started) * 1000)
             trim(len(prompt))
-        curve[rows] = round(best, 1)
-    return curve
+    return {rows: round(ms, 1) for rows, ms in curve.items()}
+
+
+def curve_warnings(curve: dict[int, float]) -> list[str]:
+    """Signs of a curve measured through contention: a bigger batch that costs
+    clearly less than a smaller one (the real steps are a few percent)."""
+    sizes = sorted(curve)
+    return [
+        f"{big} rows cost {curve[big]} ms, less than {small} rows ({curve[small]} ms)"
+        for i, small in enumerate(sizes)
+        for big in sizes[i + 1 :]
+        if curve[big] < 0.8 * curve[small]
+    ]
 
 
 def load_traces(path: Path) -> Traces:
@@ -375,6 +388,15 @@ def markdown(results: list[SimResult], traces: Traces, cost_scale: float) -> str
         f"cost curve scaled by {cost_scale}. The real Decoder, lookup drafter and controller "
         "against a fake target; the draft model is not simulated.",
         "",
+    ]
+    noisy = curve_warnings(traces.cost_ms)
+    if noisy:
+        lines += [
+            f"**The recorded cost curve looks noisy** ({len(noisy)} inversions, e.g. "
+            f"{noisy[0]}): re-record on a quieter machine before trusting these ratios.",
+            "",
+        ]
+    lines += [
         "| kind | split | tasks | median speedup | worst | worst task | acceptance | exact |",
         "|---|---|---|---|---|---|---|---|",
     ]

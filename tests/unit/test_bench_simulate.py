@@ -17,6 +17,7 @@ from bench.simulate import (
     TaskTrace,
     Traces,
     VirtualClock,
+    curve_warnings,
     load_traces,
     record_traces,
     simulate,
@@ -148,3 +149,10 @@ def test_traces_round_trip_through_the_file(tmp_path: Path) -> None:
 def test_missing_traces_are_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match="--record-traces"):
         load_traces(tmp_path / "none.json")
+
+
+def test_a_curve_measured_through_contention_is_flagged_and_the_quiet_one_is_not() -> None:
+    assert curve_warnings(dict(DEFAULT_COST_MS)) == []
+    noisy = curve_warnings({1: 914.8, 2: 493.5, 16: 4714.0, 24: 2204.6})
+    assert "2 rows cost 493.5 ms, less than 1 rows (914.8 ms)" in noisy
+    assert len(noisy) == 2
