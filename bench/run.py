@@ -20,7 +20,13 @@ import msgspec
 
 from speculator.config import EngineConfig
 from speculator.languages import language_id_for_path
-from speculator.types import CompletionRequest, Engine, RefactorRequest, Speculation
+from speculator.types import (
+    SPECULATION_MODES,
+    CompletionRequest,
+    Engine,
+    RefactorRequest,
+    Speculation,
+)
 
 from .load import CpuLoad
 from .report import Report, Run, explain_divergences, markdown, summarize
@@ -86,6 +92,12 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
 
         return run_simulate(args, config)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in (*SPECULATION_MODES, "peer")]
+    if unknown or not modes:
+        raise SystemExit(
+            f"unknown --modes {', '.join(unknown) or '(none)'}: choose from "
+            f"{', '.join((*SPECULATION_MODES, 'peer'))}"
+        )
     tasks = bench_tasks(args.kind, args.split, args.limit)
     with CpuLoad(args.load) as load:
         ours = [m for m in modes if m != "peer"]

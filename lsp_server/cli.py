@@ -98,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--split", choices=["dev", "test", "all"], default="all")
     bench.add_argument(
         "--modes",
-        default="off,auto,lookup,draft,both,peer",
-        help="comma-separated; 'peer' is llama-server (plain, ngram-simple, ngram-mod)",
+        default="off,auto,lookup,peer",
+        help="comma-separated, of off,auto,lookup,draft,both,peer (llama-server)",
     )
     bench.add_argument("--load", action="store_true", help="keep one core busy all run long")
     bench.add_argument(
@@ -109,7 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--traces", metavar="PATH", help="trace file for --simulate")
     bench.add_argument("--cost-scale", type=float, default=1.0, help="--simulate: cost factor")
     bench.add_argument("--limit", type=int, default=0, help="only the first N tasks of each kind")
-    bench.add_argument("--output", help="write the markdown report here (e.g. docs/benchmarks.md)")
+    bench.add_argument(
+        "--output", help="write the markdown report here (e.g. docs/bench-results.md)"
+    )
     bench.add_argument("--json", action="store_true", help="print raw results as JSON")
     _engine_flags(bench)
     bench.set_defaults(run=run_bench)

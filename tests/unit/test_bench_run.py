@@ -53,3 +53,8 @@ def test_json_names_every_run_with_its_split(capsys: pytest.CaptureFixture[str])
     }
     assert set(out["summary"]["refactor"]) == {"test"}
     assert out["load"] is False
+
+
+def test_an_unknown_mode_is_a_clear_error() -> None:
+    with pytest.raises(SystemExit, match="unknown --modes fast"):
+        run.main(_args(modes="off,fast"), EngineConfig(fake=True))
