@@ -221,17 +221,24 @@ def _peer_markdown(report: Report) -> list[str]:
         "Speedups are over llama-server's own plain decoding on the same task; identical = "
         "its output tokens equal its plain output's.",
         "",
-        "| kind | split | tasks | llama-server plain tok/s | groundspec off tok/s | "
-        "ngram-simple median | worst | identical | ngram-mod median | worst | identical |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| kind | split | tasks | llama-server plain tok/s | groundspec off tok/s | off / plain "
+        "| ngram-simple median | worst | identical | ngram-mod median | worst | identical "
+        "| groundspec auto median |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
+    ours = summarize(report)
     for kind, splits in peer_summary(report).items():
         for split, row in splits.items():
+            off, plain = row["off_tokens_per_s"], row["plain_tokens_per_s"]
+            ratio = (
+                f"{off / plain:.2f}" if isinstance(off, float) and isinstance(plain, float) else ""
+            )
+            auto = ours.get(kind, {}).get(split, {}).get("auto", {}).get("median_speedup")
             lines.append(
-                f"| {kind} | {split} | {row['tasks']} | {row['plain_tokens_per_s']} | "
-                f"{row['off_tokens_per_s']} | {row['ngram-simple']} | {row['ngram-simple_worst']} | "
+                f"| {kind} | {split} | {row['tasks']} | {plain} | {off} | {ratio} | "
+                f"{row['ngram-simple']} | {row['ngram-simple_worst']} | "
                 f"{row['ngram-simple_identical']} | {row['ngram-mod']} | {row['ngram-mod_worst']} | "
-                f"{row['ngram-mod_identical']} |"
+                f"{row['ngram-mod_identical']} | {auto} |"
             )
     if report.peer_note:
         lines += ["", report.peer_note]
