@@ -116,7 +116,8 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
             for r in report.runs
         ]
         peer = [p.__dict__ for p in report.peer]
-        print(json.dumps({"summary": summary, "runs": runs, "peer": peer, "load": report.load}))
+        extra = {"peer": peer, "peer_note": report.peer_note, "load": report.load}
+        print(json.dumps({"summary": summary, "runs": runs, **extra}))
     else:
         print(text)
     return 0
