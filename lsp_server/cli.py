@@ -102,13 +102,23 @@ def build_parser() -> argparse.ArgumentParser:
         "--workspace", action="store_true", help="multi-file workspace benchmark instead"
     )
     bench.add_argument("--kind", choices=["all", "completion", "refactor"], default="all")
+    bench.add_argument("--split", choices=["dev", "test", "all"], default="all")
     bench.add_argument(
         "--modes",
-        default="off,auto,lookup,draft,both,peer",
-        help="comma-separated; 'peer' is llama-cpp-python's LlamaPromptLookupDecoding",
+        default="off,auto,lookup,peer",
+        help="comma-separated, of off,auto,lookup,draft,both,peer (llama-server)",
     )
+    bench.add_argument("--load", action="store_true", help="keep one core busy all run long")
+    bench.add_argument(
+        "--record-traces", nargs="?", const="", metavar="PATH", help="save off's tokens"
+    )
+    bench.add_argument("--simulate", action="store_true", help="replay traces, no model time")
+    bench.add_argument("--traces", metavar="PATH", help="trace file for --simulate")
+    bench.add_argument("--cost-scale", type=float, default=1.0, help="--simulate: cost factor")
     bench.add_argument("--limit", type=int, default=0, help="only the first N tasks of each kind")
-    bench.add_argument("--output", help="write the markdown report here (e.g. docs/benchmarks.md)")
+    bench.add_argument(
+        "--output", help="write the markdown report here (e.g. docs/bench-results.md)"
+    )
     bench.add_argument("--json", action="store_true", help="print raw results as JSON")
     _engine_flags(bench)
     bench.set_defaults(run=run_bench)
@@ -341,15 +351,15 @@ def run_models(args: argparse.Namespace) -> int:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from speculator import bench
+    from bench import run
 
-    return bench.main(args, engine_config(args))
+    return run.main(args, engine_config(args))
 
 
 def run_demo(args: argparse.Namespace) -> int:
-    from speculator import bench
+    from bench import demo
 
-    return bench.demo(engine_config(args))
+    return demo.demo(engine_config(args))
 
 
 if __name__ == "__main__":

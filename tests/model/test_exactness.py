@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from speculator.bench import completion_tasks, refactor_tasks, run_task
+from bench.run import run_task
+from bench.tasks import completion_tasks, refactor_tasks
 from speculator.engine import SpeculativeEngine
 from speculator.session import CANCEL_CHECK_TOKENS
 from speculator.types import Cancelled, CancelToken, CompletionRequest

@@ -21,14 +21,17 @@ from pathlib import Path
 
 import msgspec
 
-from .bench import CORPUS, _peak_rss_mb
-from .config import EngineConfig
-from .engine import SpeculativeEngine
-from .types import CompletionRequest, CompletionResult, Speculation
-from .workspace import WorkspaceIndex
+from speculator.config import EngineConfig
+from speculator.engine import SpeculativeEngine
+from speculator.types import CompletionRequest, CompletionResult, Speculation
+from speculator.workspace import WorkspaceIndex
+
+from .tasks import CORPUS, peak_rss_mb
 
 log = logging.getLogger(__name__)
 
+# The workspace: the Python modules of the first corpus (results stay comparable).
+WORKSPACE_MODULES = ("bisect.py", "colorsys.py", "fnmatch.py", "graphlib.py", "reprlib.py")
 # (module, definition, local to rename, its new name, lines of body to remove)
 TASKS = [
     ("graphlib.py", "def done(", "nodeinfo", "info", 6),
@@ -95,8 +98,8 @@ def run_one(
 def run_workspace(args: argparse.Namespace, config: EngineConfig) -> int:
     engine = SpeculativeEngine.load(config)
     root = Path(tempfile.mkdtemp(prefix="groundspec-ws-"))
-    for path in CORPUS.glob("*.py"):
-        shutil.copy(path, root / path.name)
+    for module in WORKSPACE_MODULES:
+        shutil.copy(CORPUS / module, root / module)
     index = WorkspaceIndex(str(root)).start()
     index.wait_ready(30)
     rows = []
@@ -176,7 +179,7 @@ def report(rows: list[Row]) -> str:
             f"| {r.task} | {r.variant} | {'yes' if exact else 'no'} | {speedup:.2f} | "
             f"{r.auto.stats.drafted_tokens} | {r.auto.stats.accepted_tokens} |"
         )
-    lines += ["", f"Peak RSS: {_peak_rss_mb():.0f} MB.", ""]
+    lines += ["", f"Peak RSS: {peak_rss_mb():.0f} MB.", ""]
     return "\n".join(lines)
 
 

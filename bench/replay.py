@@ -20,11 +20,12 @@ import statistics
 import time
 from pathlib import Path
 
-from .bench import CORPUS, _peak_rss_mb
-from .config import EngineConfig
-from .engine import SpeculativeEngine
-from .totals import percentile
-from .types import CompletionRequest
+from speculator.config import EngineConfig
+from speculator.engine import SpeculativeEngine
+from speculator.totals import percentile
+from speculator.types import CompletionRequest
+
+from .tasks import CORPUS, peak_rss_mb
 
 log = logging.getLogger(__name__)
 
@@ -173,5 +174,5 @@ def report(summary: dict[str, dict[str, float]], agreement: dict[str, dict[str, 
             f"| {names[variant]} | {q['keystrokes']} | {q['same_as_exact']} | "
             f"{q['first_line_matches_file']} |"
         )
-    lines += ["", f"Peak RSS: {_peak_rss_mb():.0f} MB.", ""]
+    lines += ["", f"Peak RSS: {peak_rss_mb():.0f} MB.", ""]
     return "\n".join(lines)

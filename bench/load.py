@@ -1,0 +1,50 @@
+"""`groundspec bench --load`: one CPU-bound process busy on one core.
+
+Users' machines are never quiet: an editor, a browser and a compiler share the
+cores. The spinner starts before the first mode and stops after the last (the
+peer included), so `off` and every other mode are measured under the same load.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from types import TracebackType
+
+log = logging.getLogger(__name__)
+
+SPIN = "while True: pass"
+
+
+class CpuLoad:
+    """A context manager that keeps one core busy (or does nothing when off)."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> CpuLoad:
+        if self.enabled:
+            self.process = subprocess.Popen([sys.executable, "-c", SPIN])
+            log.warning("load: pid %d spins on one core for the whole run", self.process.pid)
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+            self.process = None
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None

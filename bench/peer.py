@@ -1,0 +1,147 @@
+"""The peer row: llama.cpp's own llama-server on the same prompts and model.
+
+For each variant (plain, `--spec-type ngram-simple`, `--spec-type ngram-mod`)
+one server starts on a loopback port and gets every task's exact prompt tokens
+(those groundspec's `off` run evaluated) through `/completion`, with greedy
+sampling and `n_predict` set to the number of tokens `off` generated. Its
+decode speed is `timings.predicted_per_second`: prompt evaluation is excluded,
+as it is from groundspec's decode tokens/s.
+
+The binary is built from the llama.cpp vendored in the pinned llama-cpp-python
+(see the remote-engine issue); without it the row is skipped with a note.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import TracebackType
+
+from .report import PEER_VARIANTS, PeerRow, Run
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BINARY = Path.home() / ".cache/groundspec/llama-server/0.3.36/llama-server"
+VARIANT_FLAGS: dict[str, list[str]] = {
+    "plain": [],
+    "ngram-simple": ["--spec-type", "ngram-simple"],
+    "ngram-mod": ["--spec-type", "ngram-mod"],
+}
+START_TIMEOUT_S = 180.0
+REQUEST_TIMEOUT_S = 600.0
+
+
+def find_binary() -> Path | None:
+    """GROUNDSPEC_LLAMA_SERVER, else the default build location; None when absent."""
+    path = Path(os.environ.get("GROUNDSPEC_LLAMA_SERVER") or DEFAULT_BINARY)
+    return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LlamaServer:
+    """One llama-server process on a loopback port, stopped on exit."""
+
+    def __init__(self, binary: Path, model: Path, threads: int, flags: list[str]) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.command = [
+            str(binary),
+            "-m",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--no-webui",
+            "-t",
+            str(threads),
+            "-c",
+            "4096",
+            "-np",
+            "1",
+            *flags,
+        ]
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> LlamaServer:
+        log.warning("peer: %s", " ".join(self.command))
+        self.process = subprocess.Popen(
+            self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"llama-server exited with code {self.process.returncode}")
+            try:
+                with urllib.request.urlopen(self.url + "/health", timeout=2) as response:
+                    if response.status == 200:
+                        return self
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(0.5)
+        raise RuntimeError(f"llama-server did not become ready in {START_TIMEOUT_S:.0f} s")
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+    def complete(self, prompt: list[int], n_predict: int) -> tuple[list[int], float]:
+        """(generated tokens, decode tokens/s) for the exact prompt tokens, greedy."""
+        body = {
+            "prompt": prompt,
+            "n_predict": n_predict,
+            "temperature": 0.0,
+            "cache_prompt": True,
+            "return_tokens": True,
+        }
+        request = urllib.request.Request(
+            self.url + "/completion",
+            data=json.dumps(body).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_S) as response:
+            reply = json.loads(response.read())
+        return list(reply.get("tokens") or []), float(reply["timings"]["predicted_per_second"])
+
+
+def run_peer(binary: Path, model: Path, threads: int, off_runs: list[Run]) -> list[PeerRow]:
+    """Every variant on every task that `off` ran (its prompt and token count)."""
+    runs = [r for r in off_runs if r.prompt and r.tokens]
+    rows = {r.task: PeerRow(r.task, r.kind, r.split) for r in runs}
+    outputs: dict[tuple[str, str], list[int]] = {}
+    for variant in PEER_VARIANTS:
+        with LlamaServer(binary, model, threads, VARIANT_FLAGS[variant]) as server:
+            for run in runs:
+                tokens, rate = server.complete(run.prompt, len(run.tokens))
+                rows[run.task].tokens_per_s[variant] = round(rate, 2)
+                outputs[(run.task, variant)] = tokens
+                log.warning("peer %s %-12s %.2f tok/s", run.task, variant, rate)
+    for run in runs:
+        row = rows[run.task]
+        plain = outputs.get((run.task, "plain"))
+        row.plain_same_as_off = plain == run.tokens
+        for variant in PEER_VARIANTS[1:]:
+            row.same_as_plain[variant] = outputs.get((run.task, variant)) == plain
+    return list(rows.values())

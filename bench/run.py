@@ -1,0 +1,175 @@
+"""`groundspec bench`: speculation modes on a fixed corpus of real code.
+
+Every mode runs on the same task with the same warm prompt, one after the
+other, so ratios come from one run on one machine. Speedup is decode tokens/s
+against `off`; "identical" compares the text with `off`'s. Results are
+reported per split (dev, test); `--load` keeps one core busy for the whole
+run; `peer` in `--modes` adds llama-server on the same prompts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+import msgspec
+
+from speculator.config import EngineConfig
+from speculator.languages import language_id_for_path
+from speculator.types import (
+    SPECULATION_MODES,
+    CompletionRequest,
+    Engine,
+    RefactorRequest,
+    Speculation,
+)
+
+from .load import CpuLoad
+from .report import Report, Run, explain_divergences, markdown, summarize
+from .tasks import Task, completion_tasks, refactor_tasks, select
+
+log = logging.getLogger(__name__)
+
+
+def run_task(engine: Engine, task: Task, mode: Speculation) -> Run:
+    started = time.perf_counter()
+    if task.kind == "completion":
+        req = CompletionRequest(
+            text=task.text,
+            cursor=task.start,
+            language_id=language_id_for_path(task.path),
+            path=task.path,
+            max_tokens=64 if task.multiline else 32,
+            speculation=mode,
+        )
+        result = engine.complete(req)
+        text, stats = result.text, result.stats
+    else:
+        rreq = RefactorRequest(
+            text=task.text,
+            start=task.start,
+            end=task.end,
+            instruction=task.instruction,
+            language_id=language_id_for_path(task.path),
+            path=task.path,
+            max_tokens=768,
+            speculation=mode,
+        )
+        refactored = engine.refactor(rreq)
+        text, stats = refactored.new_text, refactored.stats
+    seconds = time.perf_counter() - started
+    prompt, tokens = getattr(engine, "last_trace", ([], []))
+    return Run(
+        task.name, task.kind, mode, text, stats, seconds, list(prompt), list(tokens), task.split
+    )
+
+
+def bench_tasks(kind: str, split: str, limit: int) -> list[Task]:
+    """The tasks of the chosen kinds and split, the first `limit` of each kind."""
+    tasks = []
+    if kind in ("all", "completion"):
+        tasks += select(completion_tasks(), split)[: limit or None]
+    if kind in ("all", "refactor"):
+        tasks += select(refactor_tasks(), split)[: limit or None]
+    return tasks
+
+
+def main(args: argparse.Namespace, config: EngineConfig) -> int:
+    if args.replay:
+        from .replay import run_replay
+
+        return run_replay(args, config)
+    if args.workspace:
+        from .workspace import run_workspace
+
+        return run_workspace(args, config)
+    if args.simulate:
+        from .simulate import run_simulate
+
+        return run_simulate(args, config)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in (*SPECULATION_MODES, "peer")]
+    if unknown or not modes:
+        raise SystemExit(
+            f"unknown --modes {', '.join(unknown) or '(none)'}: choose from "
+            f"{', '.join((*SPECULATION_MODES, 'peer'))}"
+        )
+    tasks = bench_tasks(args.kind, args.split, args.limit)
+    with CpuLoad(args.load) as load:
+        ours = [m for m in modes if m != "peer"]
+        report = run_modes(config, tasks, ours, args.record_traces, load.enabled)
+        if "peer" in modes:
+            add_peer(config, report)
+        if load.enabled and not load.running:
+            log.error("the load process ended early: the run was not under load throughout")
+    summary = summarize(report)
+    text = markdown(report, summary, config)
+    if args.output:
+        Path(args.output).write_text(text)
+    if args.json:
+        runs = [
+            {**r.__dict__, "stats": msgspec.to_builtins(r.stats), "prompt": len(r.prompt)}
+            for r in report.runs
+        ]
+        peer = [p.__dict__ for p in report.peer]
+        extra = {"peer": peer, "peer_note": report.peer_note, "load": report.load}
+        print(json.dumps({"summary": summary, "runs": runs, **extra}))
+    else:
+        print(text)
+    return 0
+
+
+def run_modes(
+    config: EngineConfig, tasks: list[Task], modes: list[str], traces: str | None, load: bool
+) -> Report:
+    """Every mode on every task, back to back on one warm engine; then the
+    logit gaps of the divergences, and the `off` traces when asked."""
+    from speculator.factory import load_engine
+
+    engine = load_engine(config)
+    report = Report(load=load)
+    for task in tasks:
+        if task.kind == "completion":
+            engine.warm(CompletionRequest(text=task.text, cursor=task.start, path=task.path))
+        for mode in modes:
+            run = run_task(engine, task, mode)  # type: ignore[arg-type]
+            report.runs.append(run)
+            log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
+    explain_divergences(engine, report)
+    if traces is not None:  # "" (the flag alone): the default trace file
+        from .simulate import DEFAULT_TRACES, record_traces
+
+        record_traces(engine, tasks, report, Path(traces or DEFAULT_TRACES), load)
+    getattr(engine, "close", lambda: None)()  # free the models before the peer loads its own
+    return report
+
+
+def add_peer(config: EngineConfig, report: Report) -> None:
+    """llama-server on the prompts `off` evaluated, or a note why not."""
+    from speculator import provision
+    from speculator.models import resolve_path
+
+    from .peer import find_binary, run_peer
+
+    binary = find_binary()
+    if binary is None:
+        report.peer_note = (
+            "Skipped: no llama-server binary (set GROUNDSPEC_LLAMA_SERVER or build it to "
+            "~/.cache/groundspec/llama-server/0.3.36/llama-server)."
+        )
+        return
+    off = [r for r in report.runs if r.mode == "off"]
+    if not off:
+        report.peer_note = "Skipped: the peer needs `off` in `--modes` (its prompts and lengths)."
+        return
+    model = resolve_path(config.target_model, provision.TARGET)
+    threads = config.threads or os.cpu_count() or 2
+    try:
+        report.peer = run_peer(binary, model, threads, off)
+    except Exception as exc:  # a peer failure must not lose our own results
+        log.error("peer benchmark failed: %s", exc)
+        report.peer_note = f"The peer failed: {exc}"

@@ -1,0 +1,451 @@
+"""Offline replay simulator: tune the speculation policy without model time.
+
+Greedy output is fixed, so a policy can be replayed:
+1. `groundspec bench --record-traces` saves each task's prompt, the tokens
+   `off` generated, the lookup corpus and the measured verify cost curve
+   (ms by batch rows, under the run's load) to a JSON trace file.
+2. `groundspec bench --simulate` replays every task through the REAL
+   `speculator.decode.Decoder`, `PromptLookupDrafter` and `Controller`
+   against `FakeTarget`: a session whose logits' argmax is the recorded next
+   token, and which charges the recorded cost of each batch to a virtual
+   clock instead of computing anything.
+
+A task's simulated speedup is its plain decode time (the same Decoder without
+drafters) over its speculative decode time, both on the virtual clock. The
+draft model is not simulated (its tokens are not in the trace): this is
+`auto`'s lookup path, the one `auto` takes on this machine. Tune on dev only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import statistics
+import time
+import types
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+import speculator.decode as decode_module
+from speculator.config import EngineConfig
+from speculator.controller import DEFAULT_COST_MS, REFACTOR_PRIORS, Controller
+from speculator.decode import Decoder, SamplingParams
+from speculator.drafters import PromptLookupDrafter
+from speculator.types import CompletionRequest, Engine
+
+from .report import Report
+from .tasks import SPLITS, Task
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TRACES = Path(__file__).parent / "traces" / "off.json"
+TRACE_VERSION = 1
+
+
+class TaskTrace(msgspec.Struct):
+    name: str
+    kind: str  # "completion" or "refactor"
+    split: str
+    language: str
+    prompt: list[int]
+    tokens: list[int]  # what `off` generated
+    max_tokens: int
+    corpus: list[list[int]] = []  # lookup sources beyond the prompt (completions)
+
+
+class Traces(msgspec.Struct):
+    version: int
+    recorded_at: str
+    load: bool  # recorded with a CPU-bound process on one core
+    cost_ms: dict[int, float]  # verify cost by batch rows, measured in the same run
+    tasks: list[TaskTrace]
+
+
+# -- recording ------------------------------------------------------------------------
+
+
+def record_traces(
+    engine: Engine, tasks: list[Task], report: Report, path: Path, load: bool
+) -> Traces:
+    """Write the `off` runs of `report` as traces (with the engine's cost curve)."""
+    by_name = {t.name: t for t in tasks}
+    traced = []
+    for run in report.runs:
+        task = by_name.get(run.task)
+        if run.mode != "off" or task is None or not run.prompt:
+            continue
+        traced.append(
+            TaskTrace(
+                name=task.name,
+                kind=task.kind,
+                split=task.split,
+                language=task.language,
+                prompt=run.prompt,
+                tokens=run.tokens,
+                max_tokens=_max_tokens(task, len(run.prompt)),
+                corpus=_completion_corpus(engine, task) if task.kind == "completion" else [],
+            )
+        )
+    session = getattr(engine, "session", None)
+    # The last task's prompt is still in the cache: measuring after it costs no prompt eval.
+    cost = measure_cost_curve(session, traced[-1].prompt) if session and traced else {}
+    traces = Traces(TRACE_VERSION, time.strftime("%Y-%m-%d %H:%M"), load, cost, traced)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(msgspec.json.format(msgspec.json.encode(traces), indent=0))
+    log.warning("wrote %d traces to %s", len(traced), path)
+    return traces
+
+
+def _max_tokens(task: Task, prompt_len: int) -> int:
+    """The decode budget the engine gave the request (bench.run and engine.refactor)."""
+    if task.kind == "completion":
+        return 64 if task.multiline else 32
+    return max(768, prompt_len // 4)
+
+
+def _completion_corpus(engine: Engine, task: Task) -> list[list[int]]:
+    """The lookup sources the engine built for this completion (scope, siblings)."""
+    build = getattr(engine, "_completion_corpus", None)
+    fim_prompt = getattr(engine, "_fim_prompt", None)
+    if build is None or fim_prompt is None:
+        return []
+    from speculator.grounding import Grounding
+
+    request = CompletionRequest(
+        text=task.text, cursor=task.start, path=task.path, language_id=task.language
+    )
+    grounding = Grounding(task.text, task.language)
+    return [list(s) for s in build(request, grounding, fim_prompt(request, grounding))]
+
+
+def measure_cost_curve(session: object, prompt: list[int], passes: int = 3) -> dict[int, float]:
+    """Verify ms by batch rows after `prompt`, on the real session: the best of
+    `passes` passes over all sizes, so a burst of contention hits one sample of
+    each size rather than every sample of one."""
+    sync = getattr(session, "sync")  # noqa: B009 - a real speculator.session.Session
+    append = getattr(session, "append")  # noqa: B009
+    trim = getattr(session, "trim")  # noqa: B009
+    sync([prompt])
+    filler = prompt * (max(DEFAULT_COST_MS) // max(1, len(prompt)) + 1)
+    curve = {rows: float("inf") for rows in sorted(DEFAULT_COST_MS)}
+    for _ in range(passes):
+        for rows in curve:
+            started = time.perf_counter()
+            append(filler[:rows])
+            curve[rows] = min(curve[rows], (time.perf_counter() - started) * 1000)
+            trim(len(prompt))
+    return {rows: round(ms, 1) for rows, ms in curve.items()}
+
+
+def curve_warnings(curve: dict[int, float]) -> list[str]:
+    """Signs of a curve measured through contention: a bigger batch that costs
+    clearly less than a smaller one (the real steps are a few percent)."""
+    sizes = sorted(curve)
+    return [
+        f"{big} rows cost {curve[big]} ms, less than {small} rows ({curve[small]} ms)"
+        for i, small in enumerate(sizes)
+        for big in sizes[i + 1 :]
+        if curve[big] < 0.8 * curve[small]
+    ]
+
+
+def load_traces(path: Path) -> Traces:
+    if not path.is_file():
+        raise SystemExit(
+            f"no traces at {path}: record them with `groundspec bench --record-traces`"
+        )
+    traces = msgspec.json.decode(path.read_bytes(), type=Traces)
+    if traces.version != TRACE_VERSION:
+        raise SystemExit(f"{path} is trace version {traces.version}, expected {TRACE_VERSION}")
+    return traces
+
+
+# -- the fake target and its clock ------------------------------------------------------
+
+
+class VirtualClock:
+    """Seconds that pass only when the fake target charges them."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def advance_ms(self, ms: float) -> None:
+        self.now += ms / 1000
+
+
+@contextlib.contextmanager
+def virtual_time(clock: VirtualClock) -> Iterator[None]:
+    """Make the decode loop read the virtual clock (its `time` module, swapped)."""
+    fake = types.SimpleNamespace(
+        perf_counter=clock.perf_counter,
+        monotonic=clock.perf_counter,
+        time=clock.perf_counter,
+        sleep=lambda s: clock.advance_ms(s * 1000),
+    )
+    saved = {name: getattr(decode_module, name) for name in ("time", "perf_counter", "monotonic")
+             if hasattr(decode_module, name)}  # fmt: skip
+    try:
+        for name in saved:
+            setattr(decode_module, name, fake if name == "time" else clock.perf_counter)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(decode_module, name, value)
+
+
+class CostCurve:
+    """Verify ms for a batch of n rows: the recorded curve, interpolated, scaled."""
+
+    def __init__(self, table: dict[int, float], scale: float = 1.0, round_ms: float = 0.0):
+        self.rows = np.array(sorted(table), dtype=np.float64)
+        self.ms = np.array([table[r] for r in sorted(table)], dtype=np.float64)
+        self.scale = scale
+        self.round_ms = round_ms  # per-round overhead of the Python loop, if modelled
+
+    def __call__(self, rows: int) -> float:
+        return float(np.interp(rows, self.rows, self.ms)) * self.scale + self.round_ms
+
+
+class FakeTarget:
+    """A target session that "evaluates" batches by looking up the recorded tokens.
+
+    `sequence` is prompt + the tokens `off` generated: the row for the token at
+    position i has its argmax at sequence[i + 1] (at `end` past the recording).
+    Each `append` charges the cost curve for its row count to the clock."""
+
+    def __init__(
+        self,
+        sequence: Sequence[int],
+        prompt_len: int,
+        vocab: int,
+        end: int,
+        cost: CostCurve,
+        clock: VirtualClock,
+    ):
+        self.sequence = list(sequence)
+        self.cells = list(sequence[:prompt_len])
+        self.vocab = vocab
+        self.end = end
+        self.cost = cost
+        self.clock = clock
+        self.batches: list[int] = []  # rows of every append, for tests and reports
+
+    def next_logits(self, position: int) -> np.ndarray:
+        """The distribution after the token at `position`: one-hot at the recorded next."""
+        row = np.zeros(self.vocab, dtype=np.float32)
+        nxt = position + 1
+        row[self.sequence[nxt] if nxt < len(self.sequence) else self.end] = 1.0
+        return row
+
+    def append(self, tokens: Sequence[int]) -> np.ndarray:
+        n0 = len(self.cells)
+        rows = np.zeros((len(tokens), self.vocab), dtype=np.float32)
+        for i in range(len(tokens)):
+            nxt = n0 + i + 1
+            rows[i, self.sequence[nxt] if nxt < len(self.sequence) else self.end] = 1.0
+        self.cells.extend(tokens)
+        self.batches.append(len(tokens))
+        self.clock.advance_ms(self.cost(len(tokens)))
+        return rows
+
+    def trim(self, n: int) -> None:
+        del self.cells[n:]
+
+
+# -- replay -----------------------------------------------------------------------------
+
+
+@dataclass
+class SimResult:
+    task: str
+    kind: str
+    split: str
+    language: str
+    plain_ms: float
+    spec_ms: float
+    drafted: int
+    accepted: int
+    exact: bool  # the speculative tokens equal the recording (they must)
+
+    @property
+    def speedup(self) -> float:
+        return self.plain_ms / self.spec_ms if self.spec_ms > 0 else 0.0
+
+
+Tokenizer = Callable[[str], list[int]]
+TokenBytes = Callable[[int], bytes]
+
+
+def new_controllers() -> dict[str, Controller]:
+    """One controller per kind, learning across tasks, as the engine keeps them."""
+    return {
+        "completion": Controller(),
+        "refactor": Controller(priors=REFACTOR_PRIORS, max_draft=64),
+    }
+
+
+def decode_on_fake(
+    trace: TaskTrace,
+    controller: Controller,
+    drafters: list[PromptLookupDrafter],
+    token_bytes: TokenBytes,
+    cost: CostCurve,
+) -> tuple[list[int], float, int, int]:
+    """(tokens, decode ms on the virtual clock, drafted, accepted) of one replay."""
+    vocab = max([*trace.prompt, *trace.tokens, 0]) + 2
+    end = vocab - 1
+    clock = VirtualClock()
+    target = FakeTarget(trace.prompt + trace.tokens, len(trace.prompt), vocab, end, cost, clock)
+    decoder = Decoder(
+        target,  # type: ignore[arg-type]  # the session's decode-time interface
+        token_bytes,
+        lambda token: token == end,
+        controller,
+        drafters,
+        SamplingParams(),
+    )
+    with virtual_time(clock):
+        outcome = decoder.run(target.next_logits(len(trace.prompt) - 1), trace.max_tokens)
+    return outcome.tokens, outcome.decode_ms, outcome.drafted, outcome.accepted
+
+
+def simulate(
+    traces: Traces,
+    token_bytes: TokenBytes,
+    tokenize: Tokenizer | None,
+    split: str = "dev",
+    cost_scale: float = 1.0,
+    round_ms: float = 0.0,
+) -> list[SimResult]:
+    """Replay every trace of the split, in recorded order, plain and with lookup drafting."""
+    cost = CostCurve(traces.cost_ms or DEFAULT_COST_MS, cost_scale, round_ms)
+    controllers = new_controllers()
+    plain_controllers = new_controllers()
+    results = []
+    for trace in traces.tasks:
+        if split != "all" and trace.split != split:
+            continue
+        _, plain_ms, _, _ = decode_on_fake(
+            trace, plain_controllers[trace.kind], [], token_bytes, cost
+        )
+        lookup = PromptLookupDrafter(trace.corpus, token_bytes=token_bytes, tokenize=tokenize)
+        tokens, spec_ms, drafted, accepted = decode_on_fake(
+            trace, controllers[trace.kind], [lookup], token_bytes, cost
+        )
+        results.append(
+            SimResult(
+                trace.name,
+                trace.kind,
+                trace.split,
+                trace.language,
+                plain_ms,
+                spec_ms,
+                drafted,
+                accepted,
+                tokens == trace.tokens[: trace.max_tokens],
+            )
+        )
+    return results
+
+
+def summarize(results: list[SimResult]) -> dict[str, dict[str, dict[str, object]]]:
+    """Per kind and split: median and worst simulated speedup (with the worst task)."""
+    out: dict[str, dict[str, dict[str, object]]] = {}
+    for kind in ("completion", "refactor"):
+        for split in SPLITS:
+            mine = [r for r in results if r.kind == kind and r.split == split]
+            if not mine:
+                continue
+            worst = min(mine, key=lambda r: r.speedup)
+            drafted = sum(r.drafted for r in mine)
+            out.setdefault(kind, {})[split] = {
+                "tasks": len(mine),
+                "median_speedup": round(statistics.median(r.speedup for r in mine), 2),
+                "min_speedup": round(worst.speedup, 2),
+                "worst_task": worst.task,
+                "acceptance": round(sum(r.accepted for r in mine) / drafted, 3)
+                if drafted
+                else None,
+                "exact": f"{sum(r.exact for r in mine)}/{len(mine)}",
+            }
+    return out
+
+
+def markdown(results: list[SimResult], traces: Traces, cost_scale: float) -> str:
+    lines = [
+        "# Simulated speedups (replay of recorded `off` tokens)",
+        "",
+        f"Traces recorded {traces.recorded_at}{' under load' if traces.load else ''}; "
+        f"cost curve scaled by {cost_scale}. The real Decoder, lookup drafter and controller "
+        "against a fake target; the draft model is not simulated.",
+        "",
+    ]
+    noisy = curve_warnings(traces.cost_ms)
+    if noisy:
+        lines += [
+            f"**The recorded cost curve looks noisy** ({len(noisy)} inversions, e.g. "
+            f"{noisy[0]}): re-record on a quieter machine before trusting these ratios.",
+            "",
+        ]
+    lines += [
+        "| kind | split | tasks | median speedup | worst | worst task | acceptance | exact |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for kind, splits in summarize(results).items():
+        for split, row in splits.items():
+            lines.append(
+                f"| {kind} | {split} | {row['tasks']} | {row['median_speedup']} | "
+                f"{row['min_speedup']} | {row['worst_task']} | {row['acceptance']} | "
+                f"{row['exact']} |"
+            )
+    lines += [
+        "",
+        "| task | kind | split | language | speedup | drafted | accepted |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.task} | {r.kind} | {r.split} | {r.language} | {r.speedup:.2f} | "
+            f"{r.drafted} | {r.accepted} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def run_simulate(args: argparse.Namespace, config: EngineConfig) -> int:
+    """`groundspec bench --simulate`: replay the traces with the target's tokenizer."""
+    from speculator import provision
+    from speculator.models import Model, resolve_path
+
+    traces = load_traces(Path(args.traces) if args.traces else DEFAULT_TRACES)
+    # Only the vocabulary is used (token texts, re-tokenizing a renamed source).
+    model = Model(resolve_path(config.target_model, provision.TARGET), 0)
+    try:
+        results = simulate(
+            traces, model.token_bytes, model.tokenize, args.split, args.cost_scale or 1.0
+        )
+    finally:
+        model.close()
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "summary": summarize(results),
+                    "tasks": [{**r.__dict__, "speedup": round(r.speedup, 3)} for r in results],
+                }
+            )
+        )
+    else:
+        text = markdown(results, traces, args.cost_scale or 1.0)
+        if args.output:
+            Path(args.output).write_text(text)
+        print(text)
+    return 0

@@ -1,0 +1,105 @@
+"""The llama-server peer (against a stand-in server script) and the --load spinner."""
+
+import json
+import stat
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.load import CpuLoad
+from bench.peer import find_binary, run_peer
+from bench.report import Run
+from speculator.types import Stats
+
+FAKE_SERVER = """#!{python}
+# Stands in for llama-server: logs its arguments, serves /health and /completion.
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+args = sys.argv[1:]
+with open({log!r}, "a") as log:
+    log.write(json.dumps(args) + "\\n")
+variant = args[args.index("--spec-type") + 1] if "--spec-type" in args else "plain"
+rate = {{"plain": 20.0, "ngram-simple": 30.0, "ngram-mod": 25.0}}[variant]
+
+class Handler(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def _reply(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        self._reply({{"status": "ok"}})
+
+    def do_POST(self):
+        req = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert req["temperature"] == 0 and req["cache_prompt"] and req["return_tokens"]
+        tokens = [t + (variant == "ngram-mod") for t in range(req["n_predict"])]
+        self._reply({{"tokens": tokens, "timings": {{"predicted_per_second": rate}}}})
+
+HTTPServer(("127.0.0.1", int(args[args.index("--port") + 1])), Handler).serve_forever()
+"""
+
+
+@pytest.fixture()
+def fake_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    log = tmp_path / "args.jsonl"
+    binary = tmp_path / "llama-server"
+    binary.write_text(FAKE_SERVER.format(python=sys.executable, log=str(log)))
+    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("GROUNDSPEC_LLAMA_SERVER", str(binary))
+    return log
+
+
+def test_each_variant_runs_on_off_s_prompt_and_length(fake_server: Path) -> None:
+    binary = find_binary()
+    assert binary is not None
+    off = Run("a.py:f", "refactor", "off", "x", Stats(), prompt=[7, 8, 9], tokens=[0, 1, 2, 3])
+    (row,) = run_peer(binary, Path("model.gguf"), 2, [off])
+    assert row.tokens_per_s == {"plain": 20.0, "ngram-simple": 30.0, "ngram-mod": 25.0}
+    assert row.plain_same_as_off
+    assert row.same_as_plain == {"ngram-simple": True, "ngram-mod": False}
+    started = [json.loads(line) for line in fake_server.read_text().splitlines()]
+    assert len(started) == 3
+    for args in started:
+        for flag in (["--no-webui"], ["-t", "2"], ["-c", "4096"], ["-np", "1"]):
+            assert " ".join(flag) in " ".join(args)
+        assert args[args.index("--host") + 1] == "127.0.0.1"
+        assert args[args.index("-m") + 1] == "model.gguf"
+    assert [a[a.index("--spec-type") + 1] for a in started if "--spec-type" in a] == [
+        "ngram-simple",
+        "ngram-mod",
+    ]
+
+
+def test_a_missing_binary_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUNDSPEC_LLAMA_SERVER", str(tmp_path / "absent"))
+    assert find_binary() is None
+
+
+def test_the_load_spins_for_the_whole_block_and_stops_after() -> None:
+    with CpuLoad() as load:
+        assert load.running
+        process = load.process
+        assert process is not None
+        stat_file = Path(f"/proc/{process.pid}/stat")
+        if stat_file.exists():  # Linux: the spinner really burns CPU time
+            deadline = time.monotonic() + 10
+            while _cpu_ticks(stat_file) == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert _cpu_ticks(stat_file) > 0
+    assert process.poll() is not None  # stopped
+    with CpuLoad(enabled=False) as idle:
+        assert not idle.running
+
+
+def _cpu_ticks(stat_file: Path) -> int:
+    fields = stat_file.read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])  # utime + stime

@@ -1,0 +1,158 @@
+"""The replay simulator: the real Decoder against a fake, costed target.
+
+Tokens are characters here (token = ord(c)), so the lookup drafter's word
+logic sees real text without a model."""
+
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import speculator.decode as decode_module
+from bench.report import Report, Run
+from bench.simulate import (
+    CostCurve,
+    FakeTarget,
+    TaskTrace,
+    Traces,
+    VirtualClock,
+    curve_warnings,
+    load_traces,
+    record_traces,
+    simulate,
+    summarize,
+    virtual_time,
+)
+from bench.tasks import Task
+from speculator.controller import DEFAULT_COST_MS
+from speculator.types import Stats
+
+SOURCE = """def rgb_to_hls(r, g, b):
+    maxc = max(r, g, b)
+    minc = min(r, g, b)
+    sumc = (maxc+minc)
+    rangec = (maxc-minc)
+    l = sumc/2.0
+    if minc == maxc:
+        return 0.0, l, 0.0
+    if l <= 0.5:
+        s = rangec / sumc
+    else:
+        s = rangec / (2.0-maxc-minc)
+    return h, l, s
+"""
+
+
+def tokenize(text: str) -> list[int]:
+    return [ord(c) for c in text]
+
+
+def token_bytes(token: int) -> bytes:
+    return chr(token).encode()
+
+
+def trace(name: str, prompt: str, output: str, split: str = "dev") -> TaskTrace:
+    return TaskTrace(
+        name=name,
+        kind="refactor",
+        split=split,
+        language="python",
+        prompt=tokenize(prompt),
+        tokens=tokenize(output),
+        max_tokens=len(output) + 8,
+    )
+
+
+def traces(*tasks: TaskTrace) -> Traces:
+    return Traces(1, "now", False, dict(DEFAULT_COST_MS), list(tasks))
+
+
+def test_the_fake_target_answers_the_recorded_next_token_and_charges_the_curve() -> None:
+    clock = VirtualClock()
+    cost = CostCurve({1: 30.0, 16: 200.0})
+    target = FakeTarget([5, 6, 7, 8], 2, vocab=10, end=9, cost=cost, clock=clock)
+    rows = target.append([7, 3])  # position 2 holds 7; the draft 3 is wrong
+    assert int(np.argmax(rows[0])) == 8  # after 7 comes 8
+    assert int(np.argmax(rows[1])) == 9  # past the recording: the end token
+    assert clock.now == pytest.approx(cost(2) / 1000)
+    assert cost(2) == pytest.approx(30 + 170 / 15)
+    target.trim(3)
+    assert target.cells == [5, 6, 7]
+
+
+def test_a_copy_of_the_source_is_faster_than_plain_and_exact() -> None:
+    prompt = f"Rewrite this:\n{SOURCE}\nRewritten:\n"
+    (result,) = simulate(traces(trace("copy", prompt, SOURCE)), token_bytes, tokenize)
+    assert result.exact
+    assert result.accepted > len(SOURCE) // 2
+    assert result.speedup > 2.0
+
+
+def test_a_rename_still_pays_and_stays_exact() -> None:
+    prompt = f"Rename maxc to high:\n{SOURCE}\nRewritten:\n"
+    output = SOURCE.replace("maxc", "high")
+    (result,) = simulate(traces(trace("rename", prompt, output)), token_bytes, tokenize)
+    assert result.exact
+    assert result.speedup > 1.1  # characters as tokens: renames are learned letter by letter
+
+
+def test_new_text_costs_about_plain_and_never_much_more() -> None:
+    rng = random.Random(7)
+    new = "".join(rng.choice("QXZJKVWqxzjkvw!?@#") for _ in range(200))
+    (result,) = simulate(traces(trace("new", f"{SOURCE}\nWrite:\n", new)), token_bytes, tokenize)
+    assert result.exact
+    assert 0.9 <= result.speedup <= 1.05
+
+
+def test_splits_are_replayed_apart_and_summarized_with_their_worst_task() -> None:
+    prompt = f"Rewrite this:\n{SOURCE}\nRewritten:\n"
+    recorded = traces(
+        trace("copy-dev", prompt, SOURCE, "dev"),
+        trace("copy-test", prompt, SOURCE, "test"),
+        trace("new-test", prompt, "QXZJ" * 30, "test"),
+    )
+    dev = simulate(recorded, token_bytes, tokenize, split="dev")
+    assert [r.task for r in dev] == ["copy-dev"]
+    both = simulate(recorded, token_bytes, tokenize, split="all")
+    summary = summarize(both)["refactor"]
+    assert summary["test"]["tasks"] == 2
+    assert summary["test"]["worst_task"] == "new-test"
+    assert summary["dev"]["exact"] == "1/1"
+
+
+def test_virtual_time_is_restored_after_the_replay() -> None:
+    real = decode_module.time
+    clock = VirtualClock()
+    with virtual_time(clock):
+        clock.advance_ms(1500)
+        assert decode_module.time.perf_counter() == 1.5
+    assert decode_module.time is real
+
+
+def test_traces_round_trip_through_the_file(tmp_path: Path) -> None:
+    task = Task("a.py:f", "refactor", "a.py", "x = 1\n", 0, 6, instruction="Rename x.")
+    report = Report(
+        runs=[
+            Run("a.py:f", "refactor", "off", "y = 1\n", Stats(), prompt=[1, 2], tokens=[3, 4]),
+            Run("a.py:f", "refactor", "auto", "y = 1\n", Stats(), prompt=[1, 2], tokens=[3, 4]),
+        ]
+    )
+    path = tmp_path / "traces" / "off.json"
+    record_traces(object(), [task], report, path, load=True)  # type: ignore[arg-type]
+    loaded = load_traces(path)
+    assert loaded.load and not loaded.cost_ms  # no session: no measured curve
+    (only,) = loaded.tasks
+    assert (only.prompt, only.tokens, only.split, only.max_tokens) == ([1, 2], [3, 4], "dev", 768)
+
+
+def test_missing_traces_are_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="--record-traces"):
+        load_traces(tmp_path / "none.json")
+
+
+def test_a_curve_measured_through_contention_is_flagged_and_the_quiet_one_is_not() -> None:
+    assert curve_warnings(dict(DEFAULT_COST_MS)) == []
+    noisy = curve_warnings({1: 914.8, 2: 493.5, 16: 4714.0, 24: 2204.6})
+    assert "2 rows cost 493.5 ms, less than 1 rows (914.8 ms)" in noisy
+    assert len(noisy) == 2
