@@ -19,23 +19,20 @@ draft model is not simulated (its tokens are not in the trace): this is
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import statistics
 import time
-import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
 import numpy as np
 
-import speculator.decode as decode_module
 from speculator.config import EngineConfig
 from speculator.controller import DEFAULT_COST_MS, REFACTOR_PRIORS, Controller
-from speculator.decode import Decoder, SamplingParams
+from speculator.decode import Decoder, SamplingParams, refactor_budget
 from speculator.drafters import PromptLookupDrafter
 from speculator.types import CompletionRequest, Engine
 
@@ -57,6 +54,7 @@ class TaskTrace(msgspec.Struct):
     tokens: list[int]  # what `off` generated
     max_tokens: int
     corpus: list[list[int]] = []  # lookup sources beyond the prompt (completions)
+    expected_tokens: int = 0  # what the engine told the decoder to expect (a refactor's selection)
 
 
 class Traces(msgspec.Struct):
@@ -80,6 +78,7 @@ def record_traces(
         task = by_name.get(run.task)
         if run.mode != "off" or task is None or not run.prompt:
             continue
+        selection = _selection_tokens(engine, task)
         traced.append(
             TaskTrace(
                 name=task.name,
@@ -88,8 +87,9 @@ def record_traces(
                 language=task.language,
                 prompt=run.prompt,
                 tokens=run.tokens,
-                max_tokens=_max_tokens(task, len(run.prompt)),
+                max_tokens=_max_tokens(task, selection),
                 corpus=_completion_corpus(engine, task) if task.kind == "completion" else [],
+                expected_tokens=selection,
             )
         )
     session = getattr(engine, "session", None)
@@ -102,11 +102,19 @@ def record_traces(
     return traces
 
 
-def _max_tokens(task: Task, prompt_len: int) -> int:
+def _selection_tokens(engine: Engine, task: Task) -> int:
+    """A refactor's selection in tokens (0 for a completion), as engine.refactor counts it."""
+    target = getattr(engine, "target", None)
+    if task.kind != "refactor" or target is None:
+        return 0
+    return len(target.tokenize(task.text[task.start : task.end]))
+
+
+def _max_tokens(task: Task, selection_tokens: int) -> int:
     """The decode budget the engine gave the request (bench.run and engine.refactor)."""
     if task.kind == "completion":
         return 64 if task.multiline else 32
-    return max(768, prompt_len // 4)
+    return refactor_budget(768, selection_tokens)
 
 
 def _completion_corpus(engine: Engine, task: Task) -> list[list[int]]:
@@ -182,26 +190,6 @@ class VirtualClock:
         self.now += ms / 1000
 
 
-@contextlib.contextmanager
-def virtual_time(clock: VirtualClock) -> Iterator[None]:
-    """Make the decode loop read the virtual clock (its `time` module, swapped)."""
-    fake = types.SimpleNamespace(
-        perf_counter=clock.perf_counter,
-        monotonic=clock.perf_counter,
-        time=clock.perf_counter,
-        sleep=lambda s: clock.advance_ms(s * 1000),
-    )
-    saved = {name: getattr(decode_module, name) for name in ("time", "perf_counter", "monotonic")
-             if hasattr(decode_module, name)}  # fmt: skip
-    try:
-        for name in saved:
-            setattr(decode_module, name, fake if name == "time" else clock.perf_counter)
-        yield
-    finally:
-        for name, value in saved.items():
-            setattr(decode_module, name, value)
-
-
 class CostCurve:
     """Verify ms for a batch of n rows: the recorded curve, interpolated, scaled."""
 
@@ -256,6 +244,9 @@ class FakeTarget:
         self.batches.append(len(tokens))
         self.clock.advance_ms(self.cost(len(tokens)))
         return rows
+
+    def room(self) -> int:
+        return 1 << 30  # the recording already fit its context
 
     def trim(self, n: int) -> None:
         del self.cells[n:]
@@ -312,9 +303,13 @@ def decode_on_fake(
         controller,
         drafters,
         SamplingParams(),
+        clock=clock.perf_counter,
     )
-    with virtual_time(clock):
-        outcome = decoder.run(target.next_logits(len(trace.prompt) - 1), trace.max_tokens)
+    outcome = decoder.run(
+        target.next_logits(len(trace.prompt) - 1),
+        trace.max_tokens,
+        expected_tokens=trace.expected_tokens,
+    )
     return outcome.tokens, outcome.decode_ms, outcome.drafted, outcome.accepted
 
 

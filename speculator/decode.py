@@ -351,6 +351,18 @@ LOOP_MIN_REPEATS = 4  # ... and hold the block at least this many times
 LOOP_MAX_PERIOD = 48
 
 
+# A refactor rewrites its selection: output much longer than the selection
+# plus this margin (or the selection's length again) is a runaway.
+REFACTOR_MARGIN_TOKENS = 256
+
+
+def refactor_budget(max_tokens: int, selection_tokens: int) -> int:
+    """Room for the selection rewritten plus what an instruction adds, and no
+    more: a runaway (rewriting past the selection, a loop) stops there."""
+    runaway = selection_tokens + max(REFACTOR_MARGIN_TOKENS, selection_tokens)
+    return min(max(max_tokens, selection_tokens + 64), runaway)
+
+
 def repeating_tail(tokens: Sequence[int]) -> bool:
     """True when the tail is one block of up to LOOP_MAX_PERIOD tokens repeated."""
     for period in range(1, LOOP_MAX_PERIOD + 1):

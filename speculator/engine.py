@@ -11,7 +11,7 @@ import msgspec
 from . import provision
 from .config import EngineConfig
 from .controller import DRAFT_TOKEN_RATIO, REFACTOR_PRIORS, Controller
-from .decode import DecodeOutcome, Decoder, SamplingParams, StopRule
+from .decode import DecodeOutcome, Decoder, SamplingParams, StopRule, refactor_budget
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
 from .factory import ProgressCallback
 from .grounding import Grounding, similar_siblings
@@ -39,9 +39,6 @@ log = logging.getLogger(__name__)
 # `auto` never lets the draft model catch up on more prompt tokens than this
 # inside a request: its KV is kept in step by warm-ups and keystroke syncs.
 MAX_DRAFT_CATCH_UP = 16
-# A refactor rewrites its selection: output much longer than the selection
-# plus this margin (or the selection's length again) is a runaway.
-REFACTOR_MARGIN_TOKENS = 256
 
 
 class SpeculativeEngine:
@@ -227,7 +224,7 @@ class SpeculativeEngine:
             [],
             stop,
             cancel,
-            max_tokens=_refactor_budget(request.max_tokens, selection_tokens),
+            max_tokens=refactor_budget(request.max_tokens, selection_tokens),
             expected_tokens=selection_tokens,
         )
         if outcome.context_full:
@@ -322,13 +319,6 @@ class SpeculativeEngine:
         self._totals.record(stats, outcome.per_drafter)
         log.info("request done: %s", msgspec.json.encode(stats).decode())
         return stats
-
-
-def _refactor_budget(max_tokens: int, selection_tokens: int) -> int:
-    """Room for the selection rewritten plus what an instruction adds, and no
-    more: a runaway (rewriting past the selection, a loop) stops there."""
-    runaway = selection_tokens + max(REFACTOR_MARGIN_TOKENS, selection_tokens)
-    return min(max(max_tokens, selection_tokens + 64), runaway)
 
 
 def _grounding(request: CompletionRequest) -> Grounding:
