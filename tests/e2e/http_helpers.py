@@ -68,7 +68,8 @@ async def serve_http(
         stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
-        env=server_env(**env),
+        # The address is an INFO line (stderr shows WARNING and above by default).
+        env=server_env(**{"GROUNDSPEC_LOG_LEVEL": "INFO", **env}),
     )
     log: list[bytes] = []
     url = await asyncio.wait_for(_read_url(process, log), timeout=30)
