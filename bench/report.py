@@ -9,12 +9,16 @@ import platform
 import statistics
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from speculator.config import EngineConfig
 from speculator.drafters import common_prefix
 from speculator.types import Engine, Stats
 
 from .tasks import SPLITS, peak_rss_mb
+
+if TYPE_CHECKING:
+    from speculator.session import Session
 
 KINDS = ("completion", "refactor")
 PEER_VARIANTS = ("plain", "ngram-simple", "ngram-mod")
@@ -310,13 +314,23 @@ def explain_divergences(engine: Engine, report: Report) -> None:
         ref = base.get((r.task, r.kind))
         if r.mode == "off" or ref is None or ref.text == r.text or ref.prompt != r.prompt:
             continue
-        i = common_prefix(ref.tokens, r.tokens)
-        if i >= min(len(ref.tokens), len(r.tokens)):
+        divergence = first_divergence(session, ref, r)
+        if divergence is None:
+            i = common_prefix(ref.tokens, r.tokens)
             report.margins[(r.task, r.mode)] = f"the same first {i} tokens, cut differently"
             continue
-        _, logits = session.sync([ref.prompt + ref.tokens[:i]])
-        a, b = float(logits[ref.tokens[i]]), float(logits[r.tokens[i]])
+        i, a, b = divergence
         report.margins[(r.task, r.mode)] = (
             f"at token {i} `off` chose {ref.tokens[i]} (logit {a:.3f}) and this mode "
             f"{r.tokens[i]} (logit {b:.3f}): a gap of {abs(a - b):.3f}"
         )
+
+
+def first_divergence(session: Session, ref: Run, run: Run) -> tuple[int, float, float] | None:
+    """(index, logit of ref's token, logit of run's token) where the two token
+    sequences first differ, re-evaluated afresh; None if one is a prefix of the other."""
+    i = common_prefix(ref.tokens, run.tokens)
+    if i >= min(len(ref.tokens), len(run.tokens)):
+        return None
+    _, logits = session.sync([ref.prompt + ref.tokens[:i]])
+    return i, float(logits[ref.tokens[i]]), float(logits[run.tokens[i]])

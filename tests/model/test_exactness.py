@@ -1,9 +1,15 @@
-"""Speculative output equals plain greedy output; cached equals fresh."""
+"""Speculative output equals plain greedy output; cached equals fresh.
+
+"Equals" is exact text, or, where ggml's batch-dependent CPU kernels flip a
+near-tie (docs/exactness.md), a first divergence whose two tokens are within
+NEAR_TIE_LOGITS of each other when re-evaluated: anything wider is a bug.
+"""
 
 from __future__ import annotations
 
 import pytest
 
+from bench.report import Run, first_divergence
 from bench.run import run_task
 from bench.tasks import completion_tasks, refactor_tasks
 from speculator.engine import SpeculativeEngine
@@ -12,6 +18,17 @@ from speculator.types import Cancelled, CancelToken, CompletionRequest
 
 REFACTOR_TASKS = ["colorsys.py:rgb_to_hls", "graphlib.py:static_order", "fnmatch.py:filter"]
 COMPLETION_TASKS = 4
+NEAR_TIE_LOGITS = 0.5  # the kernels move a logit by up to ~0.35 (docs/exactness.md)
+
+
+def assert_same_as_plain(engine: SpeculativeEngine, plain: Run, run: Run) -> None:
+    if run.text == plain.text:
+        return
+    divergence = first_divergence(engine.session, plain, run)
+    assert divergence is not None, f"{run.mode}: same tokens, different text"
+    at, off_logit, run_logit = divergence
+    gap = abs(off_logit - run_logit)
+    assert gap < NEAR_TIE_LOGITS, f"{run.mode} diverged at token {at} by {gap:.3f} logits"
 
 
 @pytest.mark.parametrize("name", REFACTOR_TASKS)
@@ -20,16 +37,26 @@ def test_refactor_speculation_is_exact(engine: SpeculativeEngine, name: str) -> 
     plain = run_task(engine, task, "off")
     for mode in ("lookup", "both"):
         run = run_task(engine, task, mode)
-        assert run.text == plain.text, f"{mode} diverged from off"
-        assert run.stats.generated_tokens == plain.stats.generated_tokens
+        assert_same_as_plain(engine, plain, run)
     assert run.stats.drafted_tokens > 0
+
+
+def test_auto_equals_off_on_a_held_out_refactor_and_completion(engine: SpeculativeEngine) -> None:
+    """One refactor and one completion of the test split, under `auto`."""
+    refactor = next(t for t in refactor_tasks() if t.name == "textwrap.py:shorten")
+    completion = next(t for t in completion_tasks() if t.name == "textwrap.py:356+")
+    for task in (refactor, completion):
+        plain = run_task(engine, task, "off")
+        run = run_task(engine, task, "auto")
+        assert_same_as_plain(engine, plain, run)
+    assert run.stats.speculation == "auto"
 
 
 def test_completion_speculation_is_exact(engine: SpeculativeEngine) -> None:
     for task in completion_tasks()[:COMPLETION_TASKS]:
         plain = run_task(engine, task, "off")
         for mode in ("auto", "draft"):
-            assert run_task(engine, task, mode).text == plain.text, (task.name, mode)
+            assert_same_as_plain(engine, plain, run_task(engine, task, mode))
 
 
 def test_keystroke_reuses_the_cache_and_matches_fresh(engine: SpeculativeEngine) -> None:
