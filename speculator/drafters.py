@@ -405,9 +405,11 @@ class DraftModelDrafter:
         self.session = session
         self.min_confidence = min_confidence
         self.clock = clock
+        self.prompt_len = len(prompt)
         lag = len(prompt) - common_prefix(session.cells, prompt)
         self.usable = max_catch_up is None or lag <= max_catch_up
         self.token_ms: float | None = None  # measured cost of one draft token, this request
+        self.prompt_tokens_evaluated = 0  # prompt catch-up done inside decode (benchmarks)
 
     def propose(self, history: Sequence[int], k: int) -> Draft | None:
         if k <= 0 or not self.usable:
@@ -415,6 +417,7 @@ class DraftModelDrafter:
         # Bring the draft cache to the history: usually a trim plus a token or two.
         keep = common_prefix(self.session.cells, history)
         self.session.trim(keep)
+        self.prompt_tokens_evaluated += max(0, self.prompt_len - keep)
         pending = list(history[keep:])
         if not pending:  # need logits for the last token: re-evaluate it
             self.session.trim(len(history) - 1)

@@ -62,6 +62,8 @@ class SpeculativeEngine:
         # (prompt tokens, generated tokens) of the last generation: the bench
         # re-evaluates a divergence from it to measure the logit margin.
         self.last_trace: tuple[list[int], list[int]] = ([], [])
+        # Prompt tokens the draft model evaluated inside the last decode (bench: <= 16).
+        self.last_draft_catch_up = 0
 
     @classmethod
     def load(
@@ -268,6 +270,9 @@ class SpeculativeEngine:
             self._totals.record_cancelled()
             raise
         self.last_trace = (prompt, list(outcome.tokens))
+        self.last_draft_catch_up = sum(
+            d.prompt_tokens_evaluated for d in drafters if isinstance(d, DraftModelDrafter)
+        )
         return outcome
 
     def _drafters(
