@@ -37,14 +37,19 @@ class CpuLoad:
         tb: TracebackType | None,
     ) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_process(self.process, timeout_s=5)
             self.process = None
 
     @property
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+def stop_process(process: subprocess.Popen[bytes], timeout_s: float) -> None:
+    """SIGTERM, and SIGKILL if it has not ended within `timeout_s`."""
+    process.terminate()
+    try:
+        process.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

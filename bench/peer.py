@@ -24,6 +24,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
+from .load import stop_process
 from .report import PEER_VARIANTS, PeerRow, Run
 
 log = logging.getLogger(__name__)
@@ -100,12 +101,7 @@ class LlamaServer:
         tb: TracebackType | None,
     ) -> None:
         if self.process is not None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+            stop_process(self.process, timeout_s=10)
 
     def complete(self, prompt: list[int], n_predict: int) -> tuple[list[int], float]:
         """(generated tokens, decode tokens/s) for the exact prompt tokens, greedy."""
