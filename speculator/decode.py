@@ -159,10 +159,13 @@ class LossGuard:
         allowance = max(share, self.MIN_ALLOWANCE) * self.t1
         return self.earned_ms + allowance
 
-    def observe_plain(self, ms: float) -> None:
+    def observe_plain(self, ms: float, wasted_ms: float = 0.0) -> None:
+        """A round without a draft took `ms` (what plain decoding pays too), after
+        `wasted_ms` spent looking for a draft that was not taken: that is a loss."""
         # Half-life of one round: t1 follows the load as it changes.
         self.t1 = ms if not self.measured else 0.5 * self.t1 + 0.5 * ms
         self.measured = True
+        self.earned_ms -= wasted_ms
         self.tokens += 1
         self._since_plain = 0
 
@@ -226,7 +229,9 @@ class Decoder:
                 out.context_full = True  # keep what was generated; the caller says so
                 break
             room = min(max_tokens - len(out.tokens), rows_that_fit)
+            drafting_start = self.clock()
             draft = self._draft(prompt + out.tokens, room)
+            drafting_ms = (self.clock() - drafting_start) * 1000
             k = len(draft.tokens) if draft else 0
             t0 = self.clock()
             rows = self.session.append([x] + (draft.tokens if draft else []))
@@ -236,7 +241,7 @@ class Decoder:
             self.session.trim(prompt_len + len(out.tokens))
             round_ms = (self.clock() - round_start) * 1000
             if draft is None:
-                self.guard.observe_plain(round_ms)
+                self.guard.observe_plain(round_ms - drafting_ms, wasted_ms=drafting_ms)
             else:
                 self.guard.observe_draft_round(round_ms, 1 + accepted)
                 out.count(draft.drafter, k, accepted)
@@ -271,6 +276,8 @@ class Decoder:
         within what this request can afford to lose (LossGuard)."""
         if self.min_draft == 0 and self.guard.must_probe():
             return None  # a plain round, to measure t1 under the current load
+        if self.min_draft == 0 and self._affordable(1, 0.0) == 0:
+            return None  # lost too much already: not even looking costs nothing
         for drafter in self.drafters:
             extra = self._draft_token_ms(drafter)
             affordable = self._affordable(room - 1, extra)

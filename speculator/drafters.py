@@ -21,6 +21,10 @@ log = logging.getLogger(__name__)
 
 SEPARATOR = -1  # between corpus sources: a continuation never crosses it
 MIN_CAP = 15  # the longest lookup draft before any has been accepted (16 rows)
+# Words learned as renamed in one request, at most: each rebuilds the renamed
+# copy of the sources, and a rewrite that adds text (a docstring) would
+# otherwise "learn" a rename at nearly every rejection.
+MAX_RENAMES = 8
 ALIGNED_RUN = 8  # accepted tokens in a row before a match counts as "aligned"
 
 
@@ -264,7 +268,12 @@ class PromptLookupDrafter:
             return  # the word may go on: wait for the next token
         self._pending_rename = None
         new = prefix + match.group()
-        if new != old and _WORD.fullmatch(new) and self.renames.get(old) != new:
+        if (
+            new != old
+            and _WORD.fullmatch(new)
+            and self.renames.get(old) != new
+            and len(self.renames) < MAX_RENAMES
+        ):
             self.renames[old] = new
             self._rebuild_renamed(history)
 

@@ -137,6 +137,45 @@ def test_always_wrong_drafts_cost_at_most_the_allowance(load: float) -> None:
     assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + 2 * _curve(1) * load
 
 
+class SlowDrafter:
+    """Right half the time, but every proposal costs 10 target steps of Python."""
+
+    name = "lookup"
+
+    def __init__(self, clock: Clock, truth: list[int]):
+        self.clock = clock
+        self.truth = truth
+
+    def propose(self, history: Sequence[int], k: int) -> Draft | None:
+        self.clock.now += 10 * _curve(1) / 1000
+        done = len(history) - 4  # the prompt is 4 tokens
+        return Draft(self.truth[done : done + 1] + [63] * (k - 1), self.name, "lookup:aligned")
+
+    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
+        pass
+
+
+def test_the_cost_of_looking_for_drafts_counts_as_a_loss() -> None:
+    rng = np.random.default_rng(4)
+    truth = [int(t) for t in rng.integers(1, 60, size=200)] + [END]
+    plain, plain_ms, _ = _decode(truth, [])
+    trusting = Controller(max_draft=64, priors={"lookup:aligned": 0.995})
+    clock = Clock()
+    target = ModelledTarget([5, 6, 7, 8], truth, clock)
+    decoder = Decoder(
+        target,  # type: ignore[arg-type]
+        token_bytes=lambda t: b" t%d" % t,
+        is_end=lambda t: t == END,
+        controller=trusting,
+        drafters=[SlowDrafter(clock, truth)],
+        params=SamplingParams(),
+        clock=clock,
+    )
+    out = decoder.run(target.first_logits(), 300, expected_tokens=200)
+    assert out.tokens == plain
+    assert clock.now * 1000 <= plain_ms * (1 + LossGuard.ALLOWANCE) + 12 * _curve(1)
+
+
 def test_guard_budget_follows_what_drafting_earned() -> None:
     guard = LossGuard(t1_estimate_ms=30.0)
     guard.observe_plain(40.0)  # measured now: the machine is busier than estimated
