@@ -138,16 +138,21 @@ def test_always_wrong_drafts_cost_at_most_the_allowance(load: float) -> None:
 
 
 class SlowDrafter:
-    """Right half the time, but every proposal costs 10 target steps of Python."""
+    """Every look costs 10 target steps of Python; two in three find nothing,
+    the third proposes a draft whose first token only is right."""
 
     name = "lookup"
 
     def __init__(self, clock: Clock, truth: list[int]):
         self.clock = clock
         self.truth = truth
+        self.looks = 0
 
     def propose(self, history: Sequence[int], k: int) -> Draft | None:
         self.clock.now += 10 * _curve(1) / 1000
+        self.looks += 1
+        if self.looks % 3:
+            return None
         done = len(history) - 4  # the prompt is 4 tokens
         return Draft(self.truth[done : done + 1] + [63] * (k - 1), self.name, "lookup:aligned")
 
