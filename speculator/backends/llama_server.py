@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..types import CancelToken, CompletionRequest, RefactorRequest
-from .http import ServerUnavailable, Transport
+from .http import Transport
 from .remote import CompletionContext, Counts, Generation, RemoteEngine, StopRule
 
 log = logging.getLogger(__name__)
@@ -49,22 +49,17 @@ def find_llama_server() -> Path | None:
 class LlamaServerEngine(RemoteEngine):
     def __init__(self, transport: Transport):
         super().__init__(transport)
-        self._speculation: str | None = None  # from /props, once the server answered
+        self._speculation = "server"  # until a response names the server's own setting
 
     def speculation(self) -> str:
-        if self._speculation is None:
-            self._speculation = self._server_speculation()
-        return self._speculation or "off"
+        return self._speculation
 
-    def _server_speculation(self) -> str | None:
-        """The server's speculative type (`ngram-mod`, `draft`, ...), or "off"."""
-        try:
-            props = self.transport.get_json("/props")
-        except ServerUnavailable:
-            return None  # ask again next time
-        params = props.get("default_generation_settings", {}).get("params", {})
-        kind = str(params.get("speculative.types", "none") or "none")
-        return "off" if kind == "none" else kind
+    def learn(self, generation: Generation) -> None:
+        """The server's speculative type (`ngram-mod`, `draft-simple`, ...) or "off",
+        from the generation settings its last event carries."""
+        kind = generation.settings.get("speculative.types")
+        if isinstance(kind, str) and kind:
+            self._speculation = "off" if kind == "none" else kind
 
     def generate_completion(
         self, request: CompletionRequest, context: CompletionContext, cancel: CancelToken | None

@@ -77,14 +77,17 @@ class Generation:
         self.stop = stop
         self.text = ""
         self.counts = Counts()
-        self.slot: int | None = None
+        self.slot: int | None = None  # llama-server names it in its last event
+        self.settings: dict[str, Any] = {}  # llama-server's generation_settings, idem
 
     def __call__(self, event: dict[str, Any]) -> bool:
         piece, counts = self.read(event)
         if counts is not None:
             self.counts = counts
-        if isinstance(event.get("id_slot"), int):
+        if isinstance(event.get("id_slot"), int) and event["id_slot"] >= 0:
             self.slot = event["id_slot"]
+        if isinstance(event.get("generation_settings"), dict):
+            self.settings = event["generation_settings"]
         self.text += piece
         cut = self.stop(self.text)
         if cut is not None:
@@ -144,6 +147,7 @@ class RemoteEngine:
         started = time.perf_counter()
         context = self.completion_context(request)
         generation = self.generate_completion(request, context, cancel)
+        self.learn(generation)
         text = finish_completion(generation.text, context.multiline)
         return CompletionResult(text=text, stats=self._stats(generation, started))
 
@@ -164,6 +168,7 @@ class RemoteEngine:
             return at if at >= 0 else None
 
         generation = self.generate_refactor(request, prompt, fence, stop, cancel)
+        self.learn(generation)
         new_text = finish_refactor(generation.text, selection)
         stats = self._stats(generation, started)
         return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
@@ -178,6 +183,9 @@ class RemoteEngine:
     def speculation(self) -> str:
         """What the server does to speed up decoding, named in each request's stats."""
         return "server"
+
+    def learn(self, generation: Generation) -> None:
+        """What a response tells about the server beyond this request."""
 
     def generate_completion(
         self, request: CompletionRequest, context: CompletionContext, cancel: CancelToken | None

@@ -85,7 +85,11 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             try:
                 for n, piece in enumerate(fake.pieces[: max(1, body.get("n_predict", 99))]):
                     time.sleep(fake.delay_s)
+                    stop = next((s for s in body.get("stop", []) if s in piece), None)
+                    piece = piece if stop is None else piece[: piece.index(stop)]
                     self._event(_openai_event(piece, n) if openai else _llama_event(piece, n, fake))
+                    if stop is not None:
+                        break  # the server honours `stop` and ends with its last event
                 self._event(_openai_final() if openai else _llama_final(fake))
                 if openai:
                     self.wfile.write(b"data: [DONE]\n\n")
@@ -125,14 +129,21 @@ def _llama_event(piece: str, n: int, fake: Fake) -> dict[str, Any]:
     return {
         "content": piece,
         "stop": False,
-        "id_slot": fake.slot,
+        "id_slot": -1,  # as llama-server does: only the last event names the slot
         "tokens_evaluated": 42,
         "timings": _timings(n),
     }
 
 
 def _llama_final(fake: Fake) -> dict[str, Any]:
-    return {"content": "", "stop": True, "id_slot": fake.slot, "tokens_evaluated": 42}
+    settings = {"speculative.types": fake.speculative}
+    return {
+        "content": "",
+        "stop": True,
+        "id_slot": fake.slot,
+        "tokens_evaluated": 42,
+        "generation_settings": settings,
+    }
 
 
 def _openai_event(piece: str, n: int) -> dict[str, Any]:
@@ -314,7 +325,8 @@ def test_openai_sends_the_raw_fim_prompt(fake: tuple[Fake, str]) -> None:
     assert path == "/v1/completions" and body["model"] == "qwen-coder"
     assert body["prompt"].startswith("<|fim_prefix|>") and body["prompt"].endswith("<|fim_middle|>")
     assert headers["Authorization"] == "Bearer sk-test"
-    assert result.stats.generated_tokens == 0  # the final usage event was never read (stopped)
+    assert body["stop"] == ["\n"]  # so the server ends the line and sends its usage
+    assert (result.stats.prompt_tokens, result.stats.reused_prompt_tokens) == (50, 48)
 
 
 def test_openai_usage_maps_to_stats(fake: tuple[Fake, str]) -> None:
