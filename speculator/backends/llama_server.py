@@ -57,9 +57,10 @@ class LlamaServerEngine(RemoteEngine):
     def learn(self, generation: Generation) -> None:
         """The server's speculative type (`ngram-mod`, `draft-simple`, ...) or "off",
         from the generation settings its last event carries."""
-        kind = generation.settings.get("speculative.types")
-        if isinstance(kind, str) and kind:
-            self._speculation = "off" if kind == "none" else kind
+        kinds = generation.settings.get("speculative.types")
+        if isinstance(kinds, str):  # e.g. "none,ngram-mod"
+            used = [kind for kind in kinds.split(",") if kind and kind != "none"]
+            self._speculation = ",".join(used) or "off"
 
     def generate_completion(
         self, request: CompletionRequest, context: CompletionContext, cancel: CancelToken | None

@@ -48,7 +48,7 @@ class Fake:
         self.delay_s = 0.0  # before each piece
         self.status: list[tuple[int, str]] = []  # answers to give first, one per request
         self.slot = 2
-        self.speculative = "ngram-mod"
+        self.speculative = "none,ngram-mod"  # as llama-server lists them
         self.disconnected = threading.Event()
 
 
