@@ -14,6 +14,7 @@ Loads the real model (twice: in-process and in llama-server): run it under
 from __future__ import annotations
 
 import argparse
+import socket
 import statistics
 import subprocess
 import threading
@@ -35,11 +36,17 @@ from .totals import percentile
 from .types import CompletionRequest, Engine, EngineError
 
 EDITOR_REGIONS = [*REGIONS, ("bisect.py", 36, 4), ("colorsys.py", 80, 4)]
-PORT = 8089
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @contextmanager
-def llama_server(slots: int, speculation: bool, port: int = PORT) -> Iterator[str]:
+def llama_server(slots: int, speculation: bool) -> Iterator[str]:
+    port = _free_port()
     binary = find_llama_server()
     if binary is None:
         raise EngineError("no llama-server binary: run .ci/llama-server.sh")
