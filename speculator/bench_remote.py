@@ -28,7 +28,6 @@ import httpx
 from . import provision
 from .backends import load_remote
 from .backends.llama_server import LlamaServerEngine, find_llama_server
-from .backends.remote import RemoteEngine
 from .bench import CORPUS, refactor_tasks, run_task
 from .bench_replay import REGIONS, keystrokes
 from .config import EngineConfig
@@ -166,50 +165,49 @@ def editors(url: str, keystrokes_each: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--keystrokes", type=int, default=40, help="per replay region")
+    parser.add_argument("--editor-keystrokes", type=int, default=20, help="per simulated editor")
     parser.add_argument("--refactors", type=int, default=3)
-    parser.add_argument("--output", help="write the markdown tables here")
-    parser.add_argument("--skip-local", action="store_true")
+    parser.add_argument("--output", help="write the markdown tables here (as they come)")
     args = parser.parse_args()
-    lines = ["## Keystroke replay, local against remote (same model, same keystrokes)", ""]
-    lines += [
+    lines: list[str] = []
+
+    def emit(*new: str) -> None:  # a run cut short still leaves what it measured
+        lines.extend(new)
+        print("\n".join(new), flush=True)
+        if args.output:
+            Path(args.output).write_text("\n".join(lines) + "\n")
+
+    from .engine import SpeculativeEngine
+
+    local = SpeculativeEngine.load(EngineConfig())
+    emit(
+        "## Keystroke replay, local against remote (same model, same keystrokes)",
+        "",
         "| engine | requests | prompt tokens (median) | evaluated per keystroke (median / mean) | p50 ms | p95 ms |",
         "|---|---|---|---|---|---|",
-    ]
-    local: Engine | None = None
-    if not args.skip_local:
-        from .engine import SpeculativeEngine
-
-        local = SpeculativeEngine.load(EngineConfig())
-        lines.append(replay_row("local (in-process)", replay(local, args.keystrokes)))
-    refactors = []
+        replay_row("local (in-process)", replay(local, args.keystrokes)),
+    )
     with llama_server(slots=4, speculation=True) as url:
-        engine: RemoteEngine = remote(url)
-        lines.append(
-            replay_row("llama-server, ngram-mod, 4 slots", replay(engine, args.keystrokes))
+        emit(replay_row("llama-server, ngram-mod, 4 slots", replay(remote(url), args.keystrokes)))
+        emit(
+            "",
+            "## Four editors against one 4-slot llama-server",
+            "",
+            "| editor (file typed) | keystrokes | p50 ms | p95 ms | answers mixed up |",
+            "|---|---|---|---|---|",
+            *editors(url, args.editor_keystrokes),
         )
-        refactors += refactor_rows(engine, "remote, server ngram-mod", args.refactors)
-        editor_rows = editors(url, args.keystrokes)
+        emit(
+            "",
+            "## Refactors",
+            "",
+            "| task | engine | generated | drafted / accepted | tokens/s | seconds |",
+            "|---|---|---|---|---|---|",
+            *refactor_rows(remote(url), "remote, server ngram-mod", args.refactors),
+        )
     with llama_server(slots=1, speculation=False) as url:
-        refactors += refactor_rows(remote(url), "remote, no speculation", args.refactors)
-    if local is not None:
-        refactors = refactor_rows(local, "local grounded (auto)", args.refactors) + refactors
-    lines += ["", "## Refactors", ""]
-    lines += [
-        "| task | engine | generated | drafted / accepted | tokens/s | seconds |",
-        "|---|---|---|---|---|---|",
-        *sorted(refactors),
-        "",
-        "## Four editors against one 4-slot llama-server",
-        "",
-        "| editor (file typed) | keystrokes | p50 ms | p95 ms | answers mixed up |",
-        "|---|---|---|---|---|",
-        *editor_rows,
-        "",
-    ]
-    text = "\n".join(lines)
-    if args.output:
-        Path(args.output).write_text(text)
-    print(text)
+        emit(*refactor_rows(remote(url), "remote, no speculation", args.refactors))
+    emit(*refactor_rows(local, "local grounded (auto)", args.refactors), "")
 
 
 if __name__ == "__main__":
