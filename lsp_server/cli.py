@@ -16,7 +16,7 @@ from pathlib import Path
 import msgspec
 
 from speculator import provision
-from speculator.config import EngineConfig
+from speculator.config import BACKENDS, EngineConfig
 from speculator.languages import language_id_for_path
 from speculator.types import (
     SPECULATION_MODES,
@@ -139,6 +139,10 @@ def _engine_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--threads", type=int, help="CPU threads (default: all cores)")
     p.add_argument("--n-ctx", type=int, help="context size in tokens (default 4096)")
     p.add_argument("--fake", action="store_true", help="deterministic fake engine (for tests)")
+    p.add_argument(
+        "--backend", choices=BACKENDS, help="engine: local (default), llama-server or openai"
+    )
+    p.add_argument("--backend-url", metavar="URL", help="the remote backend's base URL")
 
 
 def _request_flags(p: argparse.ArgumentParser) -> None:
@@ -158,6 +162,8 @@ def engine_config(args: argparse.Namespace, *, needs_draft: bool = True) -> Engi
             ("n_gpu_layers", args.n_gpu_layers),
             ("threads", args.threads),
             ("n_ctx", args.n_ctx),
+            ("backend", args.backend),
+            ("backend_url", args.backend_url),
         )
         if value is not None
     }
@@ -167,7 +173,7 @@ def engine_config(args: argparse.Namespace, *, needs_draft: bool = True) -> Engi
 def load(args: argparse.Namespace, *, needs_draft: bool = True) -> Engine:
     from speculator.factory import load_engine
 
-    return load_engine(engine_config(args, needs_draft=needs_draft))
+    return load_engine(engine_config(args, needs_draft=needs_draft), env=False)
 
 
 # -- serve ------------------------------------------------------------------------
@@ -184,6 +190,8 @@ def run_serve(args: argparse.Namespace) -> int:
         ("n_gpu_layers", "GROUNDSPEC_N_GPU_LAYERS"),
         ("threads", "GROUNDSPEC_THREADS"),
         ("n_ctx", "GROUNDSPEC_N_CTX"),
+        ("backend", "GROUNDSPEC_BACKEND"),
+        ("backend_url", "GROUNDSPEC_BACKEND_URL"),
     ):
         if getattr(args, flag) is not None:
             os.environ[env] = str(getattr(args, flag))

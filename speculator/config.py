@@ -1,18 +1,27 @@
-"""Engine configuration: model paths, offload, threads, context size.
+"""Engine configuration: backend, model paths, offload, threads, context size.
 
 Read from (in order of precedence) CLI flags, environment variables
-(GROUNDSPEC_TARGET_MODEL, GROUNDSPEC_DRAFT_MODEL, GROUNDSPEC_N_GPU_LAYERS,
-GROUNDSPEC_THREADS, GROUNDSPEC_N_CTX), the config file, then defaults.
+(GROUNDSPEC_BACKEND, GROUNDSPEC_BACKEND_URL, GROUNDSPEC_TARGET_MODEL,
+GROUNDSPEC_DRAFT_MODEL, GROUNDSPEC_N_GPU_LAYERS, GROUNDSPEC_THREADS,
+GROUNDSPEC_N_CTX), the config file, then defaults. The remote backends'
+API key is read from GROUNDSPEC_API_KEY only, never from a file.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 import msgspec
 
+Backend = Literal["local", "llama-server", "openai"]
+BACKENDS: tuple[str, ...] = ("local", "llama-server", "openai")
+
 
 class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
+    # local: models in-process; llama-server / openai: a shared server at backend_url.
+    backend: Backend = "local"
+    backend_url: str | None = None  # None: the backend's usual loopback address
     target_model: str | None = None  # None: the default model assembled by `models fetch`
     draft_model: str | None = None
     use_draft: bool = True
@@ -25,6 +34,10 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
         """Overlay the GROUNDSPEC_* environment variables on this config."""
         env = os.environ
         updates: dict[str, object] = {}
+        if env.get("GROUNDSPEC_BACKEND"):
+            updates["backend"] = env["GROUNDSPEC_BACKEND"]  # checked by the factory
+        if env.get("GROUNDSPEC_BACKEND_URL"):
+            updates["backend_url"] = env["GROUNDSPEC_BACKEND_URL"]
         if env.get("GROUNDSPEC_TARGET_MODEL"):
             updates["target_model"] = env["GROUNDSPEC_TARGET_MODEL"]
         if env.get("GROUNDSPEC_DRAFT_MODEL"):

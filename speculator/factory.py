@@ -5,26 +5,39 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from .config import EngineConfig
+from .config import BACKENDS, EngineConfig
 from .fake import DEFAULT_FAKE_TEXT, FakeEngine
-from .types import Engine
+from .types import Engine, EngineError
 
 # progress(message, percentage 0..100)
 ProgressCallback = Callable[[str, int], None]
 
 
-def load_engine(config: EngineConfig, progress: ProgressCallback | None = None) -> Engine:
+def load_engine(
+    config: EngineConfig, progress: ProgressCallback | None = None, *, env: bool = True
+) -> Engine:
     """Load the models (slow: seconds) and return a ready engine.
 
+    `env`: overlay the GROUNDSPEC_* environment first (False when the caller
+    already did, so its command-line flags keep precedence over the environment).
     Raises speculator.types.EngineError with a user-facing message when a model
     file is missing, corrupt or incompatible.
     """
-    config = config.with_env()
+    if env:
+        config = config.with_env()
+    if config.backend not in BACKENDS:
+        raise EngineError(
+            f"unknown engine backend {config.backend!r}; choose one of {', '.join(BACKENDS)}"
+        )
     if config.fake:
         return FakeEngine(
             text=os.environ.get("GROUNDSPEC_FAKE_TEXT", DEFAULT_FAKE_TEXT),
             delay_ms_per_token=float(os.environ.get("GROUNDSPEC_FAKE_DELAY_MS", "0") or 0),
         )
+    if config.backend != "local":
+        from .backends import load_remote  # no llama_cpp import: a thin client needs no models
+
+        return load_remote(config, progress)
     from .engine import SpeculativeEngine  # imports llama_cpp: keep it lazy
 
     return SpeculativeEngine.load(config, progress)

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Build llama.cpp's llama-server once per machine, for the remote-backend tests and benchmarks.
+# It comes from the llama.cpp vendored in the llama-cpp-python sdist the project pins, so the
+# server runs the same ggml as the in-process engine. About 8 minutes on 2 cores; the binary
+# is cached by version and later runs return at once.
+set -euo pipefail
+
+VERSION=0.3.36
+if [[ -n "${GROUNDSPEC_CACHE:-}" ]]; then
+    CACHE="$GROUNDSPEC_CACHE"
+else
+    CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/groundspec"
+fi
+DEST="$CACHE/llama-server/$VERSION"
+
+if [[ -x "$DEST/llama-server" ]]; then
+    echo "llama-server $VERSION already built: $DEST/llama-server"
+    exit 0
+fi
+
+WORK="$(mktemp -d)"
+trap 'rm -rf "$WORK"' EXIT
+cd "$WORK"
+
+PYTHON="${PYTHON:-python3}"
+"$PYTHON" -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$VERSION" -d .
+tar -xzf "llama_cpp_python-$VERSION.tar.gz"
+cd "llama_cpp_python-$VERSION/vendor/llama.cpp"
+
+# BUILD_SHARED_LIBS=OFF: one self-contained binary that still runs after the build tree is gone.
+cmake -B build -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_UI=OFF \
+    -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
+cmake --build build -j2 --target llama-server
+
+mkdir -p "$DEST"
+cp build/bin/llama-server "$DEST/llama-server.tmp"
+mv "$DEST/llama-server.tmp" "$DEST/llama-server"
+echo "llama-server $VERSION built: $DEST/llama-server"

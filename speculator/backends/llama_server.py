@@ -1,0 +1,149 @@
+"""llama.cpp's llama-server as the engine: `/infill` for completions, `/completion`
+for refactors, each document pinned to a slot whose prompt cache stays warm.
+
+The grounding travels in the request: the workspace snippets and tree-sitter
+spans go in `input_extra`, so they sit in the server's prompt where its own
+n-gram speculation (`--spec-type ngram-mod`) can draft from them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from ..types import CancelToken, CompletionRequest, RefactorRequest
+from .http import Transport
+from .remote import CompletionContext, Counts, Generation, RemoteEngine, StopRule
+
+log = logging.getLogger(__name__)
+
+DEFAULT_URL = "http://127.0.0.1:8080"  # llama-server's own default
+VERSION = "0.3.36"  # the llama-cpp-python sdist whose vendored llama.cpp .ci/llama-server.sh builds
+# Reuse KV chunks of at least this many tokens by shifting them (the FIM suffix moves
+# with every keystroke); llama.vim's recommended `--cache-reuse` is of this order.
+N_CACHE_REUSE = 64
+
+
+def find_llama_server() -> Path | None:
+    """The llama-server binary: $GROUNDSPEC_LLAMA_SERVER, else the one
+    .ci/llama-server.sh built into the cache, else one on PATH; None if none."""
+    override = os.environ.get("GROUNDSPEC_LLAMA_SERVER")
+    if override:
+        path = Path(override)
+        return path if path.is_file() and os.access(path, os.X_OK) else None
+    if os.environ.get("GROUNDSPEC_CACHE"):
+        cache = Path(os.environ["GROUNDSPEC_CACHE"])
+    else:
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "groundspec"
+    built = cache / "llama-server" / VERSION / "llama-server"
+    if built.is_file() and os.access(built, os.X_OK):
+        return built
+    from shutil import which
+
+    found = which("llama-server")
+    return Path(found) if found else None
+
+
+class LlamaServerEngine(RemoteEngine):
+    def __init__(self, transport: Transport):
+        super().__init__(transport)
+        self._speculation = "server"  # until a response names the server's own setting
+
+    def speculation(self) -> str:
+        return self._speculation
+
+    def learn(self, generation: Generation) -> None:
+        """The server's speculative type (`ngram-mod`, `draft-simple`, ...) or "off",
+        from the generation settings its last event carries."""
+        kinds = generation.settings.get("speculative.types")
+        if isinstance(kinds, str):  # e.g. "none,ngram-mod"
+            used = [kind for kind in kinds.split(",") if kind and kind != "none"]
+            self._speculation = ",".join(used) or "off"
+
+    def generate_completion(
+        self, request: CompletionRequest, context: CompletionContext, cancel: CancelToken | None
+    ) -> Generation:
+        key = f"complete:{request.path or ''}"
+        body = self._infill_body(request, context, request.max_tokens)
+        if not context.multiline:
+            body["stop"] = ["\n"]  # the server ends the line itself and sends its counts
+        return self._run("/infill", body, key, context.stop, cancel)
+
+    def warm_prompt(
+        self, request: CompletionRequest, context: CompletionContext, cancel: CancelToken | None
+    ) -> Counts:
+        key = f"complete:{request.path or ''}"
+        body = self._infill_body(request, context, 0)  # n_predict 0: evaluate and cache only
+        return self._run("/infill", body, key, lambda _: None, cancel).counts
+
+    def generate_refactor(
+        self,
+        request: RefactorRequest,
+        prompt: str,
+        fence: str,
+        stop: StopRule,
+        cancel: CancelToken | None,
+    ) -> Generation:
+        body = {
+            "prompt": prompt,
+            "n_predict": request.max_tokens,
+            "stop": [fence],
+            **_sampling(request.temperature, request.top_p, request.top_k, request.seed),
+            **_cache_fields(),
+        }
+        return self._run("/completion", body, f"refactor:{request.path or ''}", stop, cancel)
+
+    def _infill_body(
+        self, request: CompletionRequest, context: CompletionContext, n_predict: int
+    ) -> dict[str, Any]:
+        return {
+            "input_prefix": context.fim.prefix,
+            "input_suffix": context.fim.suffix,
+            "input_extra": [{"filename": s.path, "text": s.text} for s in context.extras],
+            "prompt": "",
+            "n_predict": n_predict,
+            **_sampling(request.temperature, request.top_p, request.top_k, request.seed),
+            **_cache_fields(),
+        }
+
+    def _run(
+        self, path: str, body: dict[str, Any], key: str, stop: StopRule, cancel: CancelToken | None
+    ) -> Generation:
+        generation = Generation(_read_event, stop)
+        body = {**body, "id_slot": self.pins.get(key)}
+        self.transport.stream(path, body, generation, cancel)
+        self.pins.learn(key, generation.slot)
+        return generation
+
+
+def _cache_fields() -> dict[str, Any]:
+    return {"cache_prompt": True, "n_cache_reuse": N_CACHE_REUSE, "timings_per_token": True}
+
+
+def _sampling(temperature: float, top_p: float, top_k: int, seed: int) -> dict[str, Any]:
+    # temperature 0 is greedy on llama-server, as in the local engine
+    return {"temperature": temperature, "top_p": top_p, "top_k": top_k, "seed": seed}
+
+
+def _read_event(event: dict[str, Any]) -> tuple[str, Counts | None]:
+    """(new text, counts) of one streamed `/completion` or `/infill` event.
+
+    With `timings_per_token` every event carries the timings, so a stream we
+    stop reading early still has its counts."""
+    timings = event.get("timings")
+    if not isinstance(timings, dict):
+        return str(event.get("content", "")), None
+    cached = int(timings.get("cache_n", 0))
+    processed = int(timings.get("prompt_n", 0))
+    counts = Counts(
+        prompt_tokens=int(event.get("tokens_evaluated", cached + processed)),
+        reused_prompt_tokens=cached,
+        prompt_ms=float(timings.get("prompt_ms", 0.0)),
+        decode_ms=float(timings.get("predicted_ms", 0.0)),
+        generated_tokens=int(timings.get("predicted_n", 0)),
+        drafted_tokens=int(timings.get("draft_n", 0)),
+        accepted_tokens=int(timings.get("draft_n_accepted", 0)),
+    )
+    return str(event.get("content", "")), counts

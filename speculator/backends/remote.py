@@ -1,0 +1,281 @@
+"""What every remote engine shares: groundspec's prompts, stop rules and stats.
+
+The editor-facing half stays here (tree-sitter and workspace context, where a
+completion stops, post-processing, the stats contract); the server only
+evaluates the prompt and generates. A subclass says how a request is sent and
+how the server's events read.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from ..grounding import Grounding, similar_siblings
+from ..postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
+from ..prompt import SNIPPET_BUDGET_CHARS, FimPrompt, build_fim, build_refactor
+from ..totals import Totals
+from ..types import (
+    CancelToken,
+    CompletionRequest,
+    CompletionResult,
+    ContextProvider,
+    EngineError,
+    RefactorRequest,
+    RefactorResult,
+    Snippet,
+    Stats,
+)
+from .http import Transport
+
+log = logging.getLogger(__name__)
+
+MAX_DOCUMENT_CHARS = 5_000_000
+MAX_SPANS = 2  # tree-sitter spans sent beside the workspace snippets
+MAX_PINS = 256
+
+StopRule = Callable[[str], int | None]
+
+
+class Counts(msgspec.Struct):
+    """What the server says it did for one request."""
+
+    prompt_tokens: int = 0
+    reused_prompt_tokens: int = 0
+    prompt_ms: float = 0.0
+    decode_ms: float = 0.0
+    generated_tokens: int = 0
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
+
+
+@dataclass
+class CompletionContext:
+    """The grounded prompt of one completion, in both shapes the servers take."""
+
+    fim: FimPrompt  # the raw Qwen FIM prompt's segments (OpenAI-compatible servers)
+    extras: list[Snippet]  # workspace snippets + tree-sitter spans (llama-server's input_extra)
+    multiline: bool
+    stop: CompletionStop
+
+    @property
+    def raw_prompt(self) -> str:
+        return "".join(special + text for special, text in self.fim.segments)
+
+
+class Generation:
+    """Streamed text, cut by groundspec's stop rule; the latest server counts."""
+
+    def __init__(self, read: Callable[[dict[str, Any]], tuple[str, Counts | None]], stop: StopRule):
+        self.read = read
+        self.stop = stop
+        self.text = ""
+        self.counts = Counts()
+        self.slot: int | None = None  # llama-server names it in its last event
+        self.settings: dict[str, Any] = {}  # llama-server's generation_settings, idem
+
+    def __call__(self, event: dict[str, Any]) -> bool:
+        piece, counts = self.read(event)
+        if counts is not None:
+            self.counts = counts
+        if isinstance(event.get("id_slot"), int) and event["id_slot"] >= 0:
+            self.slot = event["id_slot"]
+        if isinstance(event.get("generation_settings"), dict):
+            self.settings = event["generation_settings"]
+        self.text += piece
+        cut = self.stop(self.text)
+        if cut is not None:
+            self.text = self.text[:cut]
+            return False  # enough: stop reading, which ends the server's work too
+        return True
+
+
+class SlotPins:
+    """Each document keeps the server slot it was first given, so its KV stays warm.
+
+    The first request lets the server choose (it picks an idle slot, the one
+    whose cache is most similar or least recently used), so several editors
+    sharing a server spread over its slots instead of all claiming slot 0."""
+
+    def __init__(self) -> None:
+        self._slots: OrderedDict[str, int] = OrderedDict()
+
+    def get(self, key: str) -> int:
+        if key in self._slots:
+            self._slots.move_to_end(key)
+            return self._slots[key]
+        return -1  # llama-server: any slot
+
+    def learn(self, key: str, slot: int | None) -> None:
+        if slot is None or slot < 0:
+            return
+        self._slots[key] = slot
+        self._slots.move_to_end(key)
+        while len(self._slots) > MAX_PINS:
+            self._slots.popitem(last=False)
+
+
+class RemoteEngine:
+    """The Engine protocol over HTTP; see LlamaServerEngine and OpenAIEngine."""
+
+    def __init__(self, transport: Transport):
+        self.transport = transport
+        self.pins = SlotPins()
+        self._totals = Totals()
+        self._provider: ContextProvider | None = None
+
+    # -- the Engine protocol -----------------------------------------------------------
+
+    def set_context_provider(self, provider: ContextProvider | None) -> None:
+        self._provider = provider
+
+    def totals(self) -> dict[str, object]:
+        return self._totals.snapshot()
+
+    def close(self) -> None:
+        self.transport.close()
+
+    def complete(
+        self, request: CompletionRequest, cancel: CancelToken | None = None
+    ) -> CompletionResult:
+        started = time.perf_counter()
+        context = self.completion_context(request)
+        generation = self.generate_completion(request, context, cancel)
+        self.learn(generation)
+        text = finish_completion(generation.text, context.multiline)
+        return CompletionResult(text=text, stats=self._stats(generation, started))
+
+    def refactor(
+        self, request: RefactorRequest, cancel: CancelToken | None = None
+    ) -> RefactorResult:
+        started = time.perf_counter()
+        _check_text(request.text)
+        if not 0 <= request.start <= request.end <= len(request.text):
+            raise EngineError(f"invalid range {request.start}-{request.end}")
+        if not request.instruction.strip():
+            raise EngineError("the refactor instruction is empty")
+        selection = request.text[request.start : request.end]
+        prompt, fence = build_refactor(selection, request.instruction, request.language_id)
+
+        def stop(text: str) -> int | None:
+            at = text.find(fence)
+            return at if at >= 0 else None
+
+        generation = self.generate_refactor(request, prompt, fence, stop, cancel)
+        self.learn(generation)
+        new_text = finish_refactor(generation.text, selection)
+        stats = self._stats(generation, started)
+        return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
+
+    def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
+        """Have the server evaluate (and cache) the completion prompt; tokens evaluated."""
+        counts = self.warm_prompt(request, self.completion_context(request), cancel)
+        return counts.prompt_tokens - counts.reused_prompt_tokens
+
+    # -- for the subclasses ----------------------------------------------------------
+
+    def speculation(self) -> str:
+        """What the server does to speed up decoding, named in each request's stats."""
+        return "server"
+
+    def learn(self, generation: Generation) -> None:
+        """What a response tells about the server beyond this request."""
+
+    def generate_completion(
+        self, request: CompletionRequest, context: CompletionContext, cancel: CancelToken | None
+    ) -> Generation:
+        raise NotImplementedError
+
+    def generate_refactor(
+        self,
+        request: RefactorRequest,
+        prompt: str,
+        fence: str,
+        stop: StopRule,
+        cancel: CancelToken | None,
+    ) -> Generation:
+        raise NotImplementedError
+
+    def warm_prompt(
+        self, request: CompletionRequest, context: CompletionContext, cancel: CancelToken | None
+    ) -> Counts:
+        raise NotImplementedError
+
+    def completion_context(self, request: CompletionRequest) -> CompletionContext:
+        """The same grounding the local engine uses: window, snippets, spans, stop rule."""
+        _check_text(request.text)
+        if not 0 <= request.cursor <= len(request.text):
+            raise EngineError(
+                f"position is outside the document (offset {request.cursor} of {len(request.text)})"
+            )
+        grounding = Grounding(request.text, request.language_id)
+        snippets: list[Snippet] = []
+        if self._provider is not None:
+            query = request.text[max(0, request.cursor - 1500) : request.cursor]
+            snippets = self._provider.related(request.path, query, 3)
+        window = build_fim(request.text, request.cursor, grounding, [], request.path)
+        spans = _spans_outside(grounding, request, window.prefix + window.suffix)
+        extras = _fit(snippets + spans, SNIPPET_BUDGET_CHARS)
+        fim = build_fim(request.text, request.cursor, grounding, extras, request.path)
+        multiline = (
+            request.multiline
+            if request.multiline is not None
+            else is_multiline(request.text, request.cursor, grounding)
+        )
+        stop = CompletionStop(request.text, request.cursor, multiline)
+        return CompletionContext(fim=fim, extras=extras, multiline=multiline, stop=stop)
+
+    def _stats(self, generation: Generation, started: float) -> Stats:
+        c = generation.counts
+        stats = Stats(
+            generated_tokens=c.generated_tokens,
+            drafted_tokens=c.drafted_tokens,
+            accepted_tokens=c.accepted_tokens,
+            prompt_tokens=c.prompt_tokens,
+            reused_prompt_tokens=c.reused_prompt_tokens,
+            prompt_ms=round(c.prompt_ms, 1),
+            decode_ms=round(c.decode_ms, 1),
+            total_ms=round((time.perf_counter() - started) * 1000, 1),
+            speculation=self.speculation(),
+        )
+        drafts = (
+            {stats.speculation: (c.drafted_tokens, c.accepted_tokens)} if c.drafted_tokens else {}
+        )
+        self._totals.record(stats, drafts)
+        log.info("request done: %s", msgspec.json.encode(stats).decode())
+        return stats
+
+
+def _spans_outside(grounding: Grounding, request: CompletionRequest, window: str) -> list[Snippet]:
+    """Tree-sitter spans (similar definitions) the prompt window does not already
+    hold, in file order so the prompt's head stays the same while the user types."""
+    name = f"{request.path or 'current'}"
+    bodies = [b for b in similar_siblings(grounding, request.cursor) if b not in window]
+    ordered = sorted(bodies[:MAX_SPANS], key=request.text.find)
+    return [Snippet(path=name, text=body) for body in ordered]
+
+
+def _fit(snippets: list[Snippet], budget: int) -> list[Snippet]:
+    """Snippets in order while the budget lasts (whole snippets only: a cut one
+    would change with every edit and cost the server its cached prompt)."""
+    out: list[Snippet] = []
+    for snippet in snippets:
+        if snippet.text.strip() and len(snippet.text) <= budget:
+            out.append(snippet)
+            budget -= len(snippet.text)
+    return out
+
+
+def _check_text(text: str) -> None:
+    if len(text) > MAX_DOCUMENT_CHARS:
+        raise EngineError(
+            f"the document is too large ({len(text)} characters; limit {MAX_DOCUMENT_CHARS})"
+        )
+    if "\x00" in text:
+        raise EngineError("the document looks binary (it contains NUL characters)")

@@ -1,0 +1,255 @@
+"""The remote backend against a real llama-server on the default target model.
+
+Marked `model` and `llama_server`; skipped with the reason when the binary
+(built by .ci/llama-server.sh) or the model is missing. The server binds a
+free loopback port and runs with the flags the README gives a team.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_lsp
+from contract import STATS_KEYS
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from speculator import provision
+from speculator.backends import load_remote
+from speculator.backends.llama_server import LlamaServerEngine, find_llama_server
+from speculator.config import EngineConfig
+from speculator.types import (
+    Cancelled,
+    CancelToken,
+    CompletionRequest,
+    EngineError,
+    RefactorRequest,
+)
+
+from .conftest import server_env
+from .helpers import call, inline, open_doc, pos
+
+pytestmark = [pytest.mark.model, pytest.mark.llama_server]
+
+SOURCE = """import math
+
+
+class Circle:
+    def __init__(self, radius: float) -> None:
+        self.radius = radius
+
+    def area(self) -> float:
+        return math.pi * self.radius ** 2
+
+    def perimeter(self) -> float:
+        return 
+"""
+CURSOR = SOURCE.index("return \n") + len("return ")
+URI = "file:///work/project/shapes.py"
+CLI = "from lsp_server.cli import main; main()"  # `groundspec`, with this checkout's code
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LlamaServer:
+    """A llama-server subprocess on a loopback port, restartable on the same port."""
+
+    def __init__(self, binary: Path, model: Path):
+        self.binary, self.model = binary, model
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        command = [str(self.binary), "-m", str(self.model), "--host", "127.0.0.1"]
+        command += ["--port", str(self.port), "--no-webui", "-t", "2", "-c", "8192", "-np", "2"]
+        command += ["--spec-type", "ngram-mod"]
+        self.process = subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+
+    def wait_ready(self, timeout: float = 180.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.process is not None and self.process.poll() is None, "llama-server died"
+            try:
+                if httpx.get(self.url + "/health", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("llama-server did not become ready")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LlamaServer]:
+    binary = find_llama_server()
+    if binary is None:
+        pytest.skip(
+            "no llama-server binary: run .ci/llama-server.sh (or set GROUNDSPEC_LLAMA_SERVER)"
+        )
+    model = provision.model_path(provision.TARGET)
+    if not model.exists():
+        pytest.skip(f"the default target model is missing ({model}): run `groundspec models fetch`")
+    running = LlamaServer(binary, model)
+    running.start()
+    try:
+        running.wait_ready()
+        yield running
+    finally:
+        running.kill()
+
+
+@pytest.fixture
+def engine(server: LlamaServer) -> Iterator[LlamaServerEngine]:
+    made = load_remote(EngineConfig(backend="llama-server", backend_url=server.url))
+    assert isinstance(made, LlamaServerEngine)
+    yield made
+    made.close()
+
+
+def request(text: str = SOURCE, cursor: int = CURSOR, **kw: object) -> CompletionRequest:
+    return CompletionRequest(text=text, cursor=cursor, path="/work/project/shapes.py", **kw)  # type: ignore[arg-type]
+
+
+def test_completion_with_warm_cache_and_server_stats(engine: LlamaServerEngine) -> None:
+    first = engine.complete(request(max_tokens=16))
+    assert first.text.strip()
+    stats = first.stats
+    assert stats.prompt_tokens > 50 and stats.generated_tokens > 0
+    assert stats.speculation == "ngram-mod"
+    # A keystroke: the server reuses the slot's cached prompt instead of all of it.
+    typed = SOURCE[:CURSOR] + "2" + SOURCE[CURSOR:]
+    second = engine.complete(request(typed, CURSOR + 1, max_tokens=8)).stats
+    assert second.reused_prompt_tokens > second.prompt_tokens // 2
+    totals = engine.totals()
+    assert (
+        totals["requests"] == 2
+        and totals["promptTokens"] == stats.prompt_tokens + second.prompt_tokens
+    )
+
+
+def test_refactor_through_completion(engine: LlamaServerEngine) -> None:
+    start = SOURCE.index("    def area")
+    end = SOURCE.index("    def perimeter")
+    result = engine.refactor(
+        RefactorRequest(
+            text=SOURCE, start=start, end=end, instruction="Rename the method area to surface."
+        )
+    )
+    assert "def surface(self)" in result.new_text and "math.pi" in result.new_text
+    assert result.new_text.endswith("\n") and result.stats.generated_tokens > 5
+
+
+LONG_REWRITE = RefactorRequest(
+    text=SOURCE,
+    start=0,
+    end=len(SOURCE),
+    instruction="Add a detailed docstring to the class and to every method.",
+    max_tokens=400,
+)
+
+
+def test_cancel_stops_the_server_generating(engine: LlamaServerEngine, server: LlamaServer) -> None:
+    token = CancelToken()
+    threading.Timer(1.0, token.cancel).start()
+    started = time.perf_counter()
+    with pytest.raises(Cancelled):
+        engine.refactor(LONG_REWRITE, token)
+    assert time.perf_counter() - started < 2.0
+    # The server gave up on it too: its slots are idle again (at most one batch later).
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        slots = httpx.get(server.url + "/slots", timeout=2.0).json()
+        if not any(slot["is_processing"] for slot in slots):
+            return
+        time.sleep(0.1)
+    raise AssertionError("llama-server is still generating for a cancelled request")
+
+
+def test_server_killed_mid_request_and_coming_back(
+    engine: LlamaServerEngine, server: LlamaServer
+) -> None:
+    threading.Timer(1.0, server.kill).start()
+    with pytest.raises(EngineError, match="(closed the connection|cannot reach llama-server)"):
+        engine.refactor(LONG_REWRITE)
+    started = time.perf_counter()
+    with pytest.raises(EngineError, match="cannot reach llama-server"):
+        engine.complete(request(max_tokens=4))
+    assert time.perf_counter() - started < 1.0  # known down: fails at once, no hung typing
+    server.start()
+    server.wait_ready()
+    assert engine.complete(request(max_tokens=4)).text.strip()
+    assert engine.transport.down is None
+
+
+def test_openai_backend_on_llama_servers_own_endpoint(server: LlamaServer) -> None:
+    engine = load_remote(EngineConfig(backend="openai", backend_url=server.url + "/v1"))
+    try:
+        first = engine.complete(request(max_tokens=8))
+        assert first.text.strip() and first.stats.prompt_tokens > 50
+        assert first.stats.generated_tokens > 0  # the usage event was read
+    finally:
+        engine.close()  # type: ignore[attr-defined]
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=[sys.executable, "-c", CLI, "serve", "--backend", "llama-server"],
+        server_env={**server_env(), "GROUNDSPEC_FAKE_ENGINE": "0"},
+    )
+)
+async def remote_lsp(lsp_client: LanguageClient, server: LlamaServer):
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=client_capabilities("neovim"),
+            initialization_options={
+                "debounceMs": 0,
+                "maxTokens": 12,
+                "engine": {"backendUrl": server.url},
+            },
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_daemon_serves_editor_and_headless_methods(remote_lsp: LanguageClient) -> None:
+    open_doc(remote_lsp, URI, SOURCE)
+    items = await inline(remote_lsp, URI, pos(11, 15))
+    assert items.items and items.items[0].insert_text.strip()
+    headless = await call(
+        remote_lsp,
+        "groundspec/complete",
+        {"text": SOURCE, "languageId": "python", "position": {"line": 11, "character": 15}},
+    )
+    assert headless["text"].strip() and set(headless["stats"]) == STATS_KEYS
+    refactor = await call(
+        remote_lsp,
+        "groundspec/refactor",
+        {
+            "textDocument": {"uri": URI},
+            "range": {"start": {"line": 7, "character": 0}, "end": {"line": 10, "character": 0}},
+            "instruction": "Rename the method area to surface.",
+        },
+    )
+    assert "surface" in refactor["newText"]
+    totals = await call(remote_lsp, "groundspec/stats", {})
+    assert totals["requests"] >= 3 and totals["promptTokens"] > 0

@@ -1,0 +1,384 @@
+"""The remote backends against a tiny fake llama-server / OpenAI server on 127.0.0.1.
+
+Covers what a real server cannot be made to do on demand: error texts, being
+down and coming back, "loading" answers, slot pinning, a stream we stop early,
+and a cancelled request closing its connection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import msgspec
+import pytest
+from contract import STATS_KEYS
+
+from speculator.backends import load_remote
+from speculator.backends.llama_server import LlamaServerEngine
+from speculator.backends.openai import OpenAIEngine
+from speculator.config import EngineConfig
+from speculator.factory import load_engine
+from speculator.types import (
+    Cancelled,
+    CancelToken,
+    CompletionRequest,
+    EngineError,
+    RefactorRequest,
+    Snippet,
+)
+
+SOURCE = "def area(w, h):\n    return w * h\n\n\ndef volume(w, h, d):\n    return \n"
+CURSOR = SOURCE.index("return \n") + len("return ")
+
+
+class Fake:
+    """What the fake server answers, and what it saw."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
+        self.pieces = ["area(w, h)", " * d", "\n", "never sent"]
+        self.delay_s = 0.0  # before each piece
+        self.status: list[tuple[int, str]] = []  # answers to give first, one per request
+        self.slot = 2
+        self.speculative = "none,ngram-mod"  # as llama-server lists them
+        self.disconnected = threading.Event()
+
+
+def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            fake.requests.append((self.path, {}, dict(self.headers)))
+            if self.path == "/props":
+                params = {"speculative.types": fake.speculative}
+                self._json(200, {"default_generation_settings": {"params": params}})
+            elif self.path.endswith("/models"):
+                self._json(200, {"object": "list", "data": [{"id": "qwen-coder"}]})
+            else:
+                self._json(404, {"error": {"code": 404, "message": "File Not Found"}})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            fake.requests.append((self.path, body, dict(self.headers)))
+            if fake.status:
+                code, text = fake.status.pop(0)
+                self._raw(code, text)
+                return
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Connection", "close")  # the stream ends with the connection
+            self.end_headers()
+            self.close_connection = True
+            openai = self.path.startswith("/v1/")
+            try:
+                for n, piece in enumerate(fake.pieces[: max(1, body.get("n_predict", 99))]):
+                    time.sleep(fake.delay_s)
+                    stop = next((s for s in body.get("stop", []) if s in piece), None)
+                    piece = piece if stop is None else piece[: piece.index(stop)]
+                    self._event(_openai_event(piece, n) if openai else _llama_event(piece, n, fake))
+                    if stop is not None:
+                        break  # the server honours `stop` and ends with its last event
+                self._event(_openai_final() if openai else _llama_final(fake))
+                if openai:
+                    self.wfile.write(b"data: [DONE]\n\n")
+            except (BrokenPipeError, ConnectionResetError):
+                fake.disconnected.set()
+
+        def _event(self, data: dict[str, Any]) -> None:
+            self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
+            self.wfile.flush()
+
+        def _json(self, code: int, data: dict[str, Any]) -> None:
+            self._raw(code, json.dumps(data))
+
+        def _raw(self, code: int, text: str) -> None:
+            data = text.encode()
+            self.send_response(code)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def _timings(n: int) -> dict[str, Any]:
+    return {
+        "cache_n": 30,
+        "prompt_n": 12,
+        "prompt_ms": 80.5,
+        "predicted_n": n + 1,
+        "predicted_ms": 40.0 * (n + 1),
+        "draft_n": 8,
+        "draft_n_accepted": 5,
+    }
+
+
+def _llama_event(piece: str, n: int, fake: Fake) -> dict[str, Any]:
+    return {
+        "content": piece,
+        "stop": False,
+        "id_slot": -1,  # as llama-server does: only the last event names the slot
+        "tokens_evaluated": 42,
+        "timings": _timings(n),
+    }
+
+
+def _llama_final(fake: Fake) -> dict[str, Any]:
+    settings = {"speculative.types": fake.speculative}
+    return {
+        "content": "",
+        "stop": True,
+        "id_slot": fake.slot,
+        "tokens_evaluated": 42,
+        "generation_settings": settings,
+    }
+
+
+def _openai_event(piece: str, n: int) -> dict[str, Any]:
+    return {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
+
+
+def _openai_final() -> dict[str, Any]:
+    usage = {
+        "prompt_tokens": 50,
+        "completion_tokens": 3,
+        "prompt_tokens_details": {"cached_tokens": 48},
+    }
+    return {"choices": [], "usage": usage}
+
+
+@pytest.fixture
+def fake() -> Iterator[tuple[Fake, str]]:
+    state = Fake()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield state, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def llama(url: str) -> LlamaServerEngine:
+    engine = load_remote(EngineConfig(backend="llama-server", backend_url=url))
+    assert isinstance(engine, LlamaServerEngine)
+    return engine
+
+
+def completion(**kw: Any) -> CompletionRequest:
+    return CompletionRequest(text=SOURCE, cursor=CURSOR, path="/w/shapes.py", **kw)
+
+
+def posts(fake: Fake) -> list[dict[str, Any]]:
+    return [body for path, body, _ in fake.requests if body]
+
+
+def test_completion_sends_grounding_and_maps_stats(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    engine = llama(url)
+    result = engine.complete(completion())
+    # The single-line stop rule ends at the newline; the rest was never read.
+    assert result.text == "area(w, h) * d"
+    body = posts(state)[0]
+    assert body["input_prefix"].endswith("    return ")
+    assert body["input_suffix"] == "\n"
+    assert body["cache_prompt"] is True and body["n_cache_reuse"] > 0
+    assert body["stop"] == ["\n"] and body["stream"] is True
+    stats = msgspec.to_builtins(result.stats)
+    assert set(stats) == STATS_KEYS
+    assert stats["promptTokens"] == 42 and stats["reusedPromptTokens"] == 30
+    assert stats["draftedTokens"] == 8 and stats["acceptedTokens"] == 5
+    assert stats["speculation"] == "ngram-mod"
+    assert engine.totals()["acceptance"] == {
+        "ngram-mod": {"drafted": 8, "accepted": 5, "rate": 0.625}
+    }
+
+
+def test_spans_and_snippets_travel_in_input_extra(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    engine = llama(url)
+
+    class Provider:
+        def related(self, path: str | None, query: str, limit: int) -> list[Snippet]:
+            return [Snippet(path="/w/units.py", text="CM_PER_M = 100\n")]
+
+    engine.set_context_provider(Provider())
+    far = "def volume_of(w, h, d):\n    return w * h * d\n\n" + "x = 1\n" * 800
+    text = far + SOURCE
+    engine.complete(CompletionRequest(text=text, cursor=len(far) + CURSOR, path="/w/shapes.py"))
+    extras = posts(state)[0]["input_extra"]
+    assert extras[0] == {"filename": "/w/units.py", "text": "CM_PER_M = 100\n"}
+    # The similar definition lies outside the prompt window: it comes as a span.
+    assert any("def volume_of" in e["text"] for e in extras[1:])
+
+
+def test_each_document_keeps_the_slot_the_server_gave_it(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    engine = llama(url)
+    engine.complete(completion())
+    state.slot = 3
+    engine.complete(CompletionRequest(text=SOURCE, cursor=CURSOR, path="/w/other.py"))
+    engine.complete(completion())
+    engine.complete(CompletionRequest(text=SOURCE, cursor=CURSOR, path="/w/other.py"))
+    assert [b["id_slot"] for b in posts(state)] == [-1, -1, 2, 3]
+
+
+def test_refactor_uses_the_chat_prompt_on_completion(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    state.pieces = ["def vol(w, h, d):\n", "    return w * h * d\n", "```", "junk"]
+    engine = llama(url)
+    start = SOURCE.index("def volume")
+    result = engine.refactor(
+        RefactorRequest(text=SOURCE, start=start, end=len(SOURCE), instruction="rename to vol")
+    )
+    assert result.new_text == "def vol(w, h, d):\n    return w * h * d\n"
+    path, body, _ = [r for r in state.requests if r[1]][-1]
+    assert path == "/completion"
+    assert body["prompt"].startswith("<|im_start|>system") and body["stop"] == ["```"]
+
+
+def test_warm_evaluates_without_generating(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    assert llama(url).warm(completion()) == 12
+    assert posts(state)[0]["n_predict"] == 0
+
+
+def test_server_error_text_reaches_the_user(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    message = "the request exceeds the available context size, try increasing it"
+    state.status = [(400, json.dumps({"error": {"code": 400, "message": message}}))]
+    with pytest.raises(EngineError, match="HTTP 400: the request exceeds the available context"):
+        llama(url).complete(completion())
+    state.status = [(500, "internal trouble")]
+    with pytest.raises(EngineError, match="HTTP 500: internal trouble"):
+        llama(url).complete(completion())
+
+
+def test_loading_model_is_retried(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    loading = json.dumps({"error": {"code": 503, "message": "Loading model"}})
+    state.status = [(503, loading), (503, loading)]
+    assert llama(url).complete(completion()).text == "area(w, h) * d"
+    assert len(posts(state)) == 3
+
+
+def test_down_server_fails_clearly_then_fast_then_recovers(fake: tuple[Fake, str]) -> None:
+    _, url = fake
+    import socket
+
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{s.getsockname()[1]}"
+    engine = llama(dead)
+    started = time.perf_counter()
+    with pytest.raises(EngineError, match="cannot reach llama-server at .*; is it running"):
+        engine.complete(completion())
+    first = time.perf_counter() - started
+    assert 1.0 < first < 6.0  # retried with backoff, within the budget
+    started = time.perf_counter()
+    with pytest.raises(EngineError, match="cannot reach"):
+        engine.complete(completion())
+    assert time.perf_counter() - started < 0.5  # known down: one try, no waiting
+    engine.transport.base_url = url  # the server is back (same engine, new address)
+    engine.transport._client.base_url = url  # type: ignore[assignment]
+    assert engine.complete(completion()).text == "area(w, h) * d"
+    assert engine.transport.down is None
+
+
+def test_cancel_closes_the_request(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    state.pieces = ["x"] * 200
+    state.delay_s = 0.05
+    engine = llama(url)
+    token = CancelToken()
+    threading.Timer(0.3, token.cancel).start()
+    started = time.perf_counter()
+    with pytest.raises(Cancelled):
+        engine.complete(completion(max_tokens=200, multiline=True), token)
+    assert time.perf_counter() - started < 1.0
+    assert state.disconnected.wait(2.0), "the server never saw the client go away"
+
+
+def test_openai_sends_the_raw_fim_prompt(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    os.environ["GROUNDSPEC_API_KEY"] = "sk-test"
+    try:
+        engine = load_remote(EngineConfig(backend="openai", backend_url=url + "/v1"))
+    finally:
+        del os.environ["GROUNDSPEC_API_KEY"]
+    assert isinstance(engine, OpenAIEngine)
+    result = engine.complete(completion())
+    assert result.text == "area(w, h) * d"
+    path, body, headers = state.requests[-1]
+    assert path == "/v1/completions" and body["model"] == "qwen-coder"
+    assert body["prompt"].startswith("<|fim_prefix|>") and body["prompt"].endswith("<|fim_middle|>")
+    assert headers["Authorization"] == "Bearer sk-test"
+    assert body["stop"] == ["\n"]  # so the server ends the line and sends its usage
+    assert (result.stats.prompt_tokens, result.stats.reused_prompt_tokens) == (50, 48)
+
+
+def test_openai_usage_maps_to_stats(fake: tuple[Fake, str]) -> None:
+    state, url = fake
+    state.pieces = ["w * h * d"]
+    engine = load_remote(EngineConfig(backend="openai", backend_url=url))
+    stats = engine.complete(completion(multiline=True)).stats
+    assert (stats.prompt_tokens, stats.reused_prompt_tokens, stats.generated_tokens) == (50, 48, 3)
+    assert state.requests[-1][0] == "/v1/completions"
+
+
+def test_bad_backend_settings_are_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUNDSPEC_BACKEND", "vllm")
+    with pytest.raises(EngineError, match="unknown engine backend 'vllm'"):
+        load_engine(EngineConfig())
+    monkeypatch.setenv("GROUNDSPEC_BACKEND", "llama-server")
+    monkeypatch.setenv("GROUNDSPEC_BACKEND_URL", "localhost:8080")
+    with pytest.raises(EngineError, match="must look like http://HOST:PORT"):
+        load_engine(EngineConfig())
+
+
+def test_initialization_options_select_the_backend() -> None:
+    from lsp_server.options import ServerOptions, apply_overrides
+
+    data = {"engine": {"backend": "llama-server", "backendUrl": "http://gpu-box:8080"}}
+    options, problems = apply_overrides(ServerOptions(), data)
+    assert problems == []
+    assert (options.engine.backend, options.engine.backend_url) == (
+        "llama-server",
+        "http://gpu-box:8080",
+    )
+    options, problems = apply_overrides(ServerOptions(), {"engine": {"backend": "vllm"}})
+    assert options.engine.backend == "local" and "engine.backend" in problems[0]
+
+
+def test_cli_complete_through_the_backend(fake: tuple[Fake, str], tmp_path: Any) -> None:
+    state, url = fake
+    source = tmp_path / "shapes.py"
+    source.write_text(SOURCE)
+    env = {**os.environ, "PYTHONPATH": os.getcwd(), "GROUNDSPEC_BACKEND": "openai"}
+    line = SOURCE[:CURSOR].count("\n") + 1
+    col = CURSOR - SOURCE.rfind("\n", 0, CURSOR)
+    args = ["complete", f"{source}:{line}:{col}", "--json", "--backend", "llama-server"]
+    cli = "from lsp_server.cli import main; main()"
+    out = subprocess.run(
+        [sys.executable, "-c", cli, *args, "--backend-url", url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["text"] == "area(w, h) * d" and set(result["stats"]) == STATS_KEYS
+    assert [r[0] for r in state.requests if r[1]] == ["/infill"]  # the flag beat the env
