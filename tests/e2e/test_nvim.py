@@ -360,7 +360,7 @@ MISSING_MODELS = {
 
 
 def test_checkhealth_fails_when_the_default_models_are_missing(tmp_path: Path) -> None:
-    """`groundspec models path` exits 0 either way; checkhealth must not be green."""
+    """Missing default models: checkhealth must not be green (it runs `models verify`)."""
     (tmp_path / "empty").mkdir()
     out = run_nvim(
         tmp_path,
