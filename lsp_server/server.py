@@ -35,7 +35,7 @@ from .documents import DocumentError
 from .logs import setup_logging, traced
 from .options import ServerOptions, StartupConfig
 from .protocol import GroundspecProtocol, make_converter
-from .service import CompletionService, range_dict
+from .service import CompletionService, load_fix, range_dict
 
 log = logging.getLogger(__name__)
 
@@ -122,7 +122,9 @@ class GroundspecServer(LanguageServer):
             self.load_progress.end("Models ready")
             return
         self.load_progress.end("Model loading failed")
-        self.show(f"groundspec: could not load the models: {error}", types.MessageType.Error)
+        fix = load_fix(self.service.options.engine.with_env())
+        shown = error if fix in error else f"{error.rstrip('.')}. {fix}"
+        self.show(f"groundspec: could not load the models: {shown}", types.MessageType.Error)
 
     def workspace_root(self) -> str | None:
         folders = self.workspace.folders  # pygls' Workspace: the client's folders and root

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import msgspec
 from lsprotocol import types
 
+from speculator.config import EngineConfig
 from speculator.factory import load_engine
 from speculator.totals import Totals
 from speculator.types import (
@@ -281,6 +282,29 @@ class CompletionService:
         except DocumentError as exc:
             raise rq.InvalidParams(str(exc)) from None
         return {"uri": doc.uri, "version": doc.version, "text": doc.text}
+
+
+FETCH_FIX = "Fix: run `groundspec models fetch`"
+
+
+def load_fix(config: EngineConfig) -> str:
+    """What fixes a failed load: a custom model path that names no file is fixed
+    where it was set; anything else by assembling the default models."""
+    paths = [("target", config.target_model, "GROUNDSPEC_TARGET_MODEL", "targetModel")]
+    if config.use_draft:
+        paths.append(("draft", config.draft_model, "GROUNDSPEC_DRAFT_MODEL", "draftModel"))
+    for role, path, env, key in paths:
+        if path and not os.path.isfile(os.path.expanduser(path)):
+            where = (
+                f"the environment variable {env}"
+                if os.environ.get(env)
+                else f"the setting engine.{key} (VS Code: groundspec.{key})"
+            )
+            return (
+                f"Fix: point {where} at an existing GGUF file for the {role} model, "
+                "or unset it to use the default models (`groundspec models fetch`)"
+            )
+    return FETCH_FIX
 
 
 def peak_rss_mb() -> float:
