@@ -44,6 +44,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 REFACTOR_COMMAND = "groundspec.refactor"
 ACCEPTED_COMMAND = "groundspec.accepted"
 STATS_COMMAND = "groundspec.stats"
+INVOKED_ITEMS = 3  # items for an explicitly invoked inline completion
 DEBUG_DOCUMENT_METHOD = "groundspec/debug/document"  # fake engine only: tests compare text
 CONFIG_SECTION = "groundspec"  # workspace/configuration section of our settings
 BUILTIN_INSTRUCTIONS = (
@@ -357,24 +358,28 @@ def did_save(ls: GroundspecServer, params: types.DidSaveTextDocumentParams) -> N
 async def inline_completion(
     ls: GroundspecServer, params: types.InlineCompletionParams
 ) -> types.InlineCompletionList:
-    src, cursor, result = await ls.service.complete_typing(
-        params.text_document.uri, params.position
+    # Asked for explicitly (Neovim's <M-n>, VS Code's "next suggestion"): several
+    # items to cycle through; typing stays one item, as fast as before.
+    invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+    src, cursor, results = await ls.service.complete_typing(
+        params.text_document.uri, params.position, count=INVOKED_ITEMS if invoked else 1
     )
-    if result is None or not result.text:
-        return types.InlineCompletionList(items=[])
     here = src.index.range(cursor, cursor)
-    item = types.InlineCompletionItem(
-        insert_text=result.text, range=here, command=accepted_command(src.uri, result.text)
-    )
-    return types.InlineCompletionList(items=[item])
+    items = [
+        types.InlineCompletionItem(
+            insert_text=r.text, range=here, command=accepted_command(src.uri, r.text)
+        )
+        for r in results
+    ]
+    return types.InlineCompletionList(items=items)
 
 
 @handler
 async def completion(ls: GroundspecServer, params: types.CompletionParams) -> types.CompletionList:
-    src, cursor, result = await ls.service.complete_typing(
-        params.text_document.uri, params.position
+    src, cursor, results = await ls.service.complete_typing(
+        params.text_document.uri, params.position, kind="completion"
     )
-    items = [completion_item(src, cursor, result.text)] if result and result.text else []
+    items = [completion_item(src, cursor, r.text) for r in results]
     # Incomplete: the client asks again as the user types (the cache makes that cheap).
     return types.CompletionList(is_incomplete=True, items=items)
 

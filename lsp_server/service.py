@@ -195,32 +195,47 @@ class CompletionService:
         req = rq.parse(params, rq.CompleteParams)
         src = rq.resolve(req, self.documents)
         cursor = rq.offset(src.index, req.position.lsp())
-        result = await self._complete(src, cursor, req, typing=False)
-        assert result is not None  # headless requests are never superseded
+        result = await self._complete(src, cursor, req)
         return {"text": result.text, "stats": msgspec.to_builtins(result.stats)}
 
     async def complete_typing(
-        self, uri: str, position: types.Position
-    ) -> tuple[rq.Resolved, int, CompletionResult | None]:
-        """An editor's completion at `position`: debounced, newest-wins, cached.
+        self, uri: str, position: types.Position, *, kind: str = "inline", count: int = 1
+    ) -> tuple[rq.Resolved, int, list[CompletionResult]]:
+        """An editor's completion at `position`: debounced, newest-wins per `kind`
+        (an inline completion and a completion request do not cancel each
+        other), cached. `count` > 1 asks for up to that many distinct items,
+        the greedy one first.
 
-        The result is None when a newer keystroke superseded the request."""
+        The list is empty when a newer keystroke superseded the request."""
         src = self.source(uri)
         cursor = rq.offset(src.index, position)
-        return src, cursor, await self._complete(src, cursor, typing=True)
-
-    async def _complete(
-        self, src: rq.Resolved, cursor: int, params: rq._Source | None = None, *, typing: bool
-    ) -> CompletionResult | None:
-        request = rq.completion_request(src, cursor, self.options, params)
-        key = src.uri if typing else None
-        debounce = self.options.debounce_ms / 1000 if typing else 0.0
+        request = rq.completion_request(src, cursor, self.options)
         try:
-            return await self.scheduler.complete(
-                key, request, debounce_s=debounce, wait_s=self.options.load_wait_ms / 1000
+            results = await self.scheduler.complete_all(
+                src.uri,
+                request,
+                debounce_s=self.options.debounce_ms / 1000,
+                wait_s=self.options.load_wait_ms / 1000,
+                kind=kind,
+                count=count,
             )
         except Cancelled:
-            return None
+            return src, cursor, []
+        except (EngineUnavailable, EngineError) as exc:
+            raise rq.RequestFailed(str(exc)) from None
+        return src, cursor, [r for r in results if r.text]
+
+    async def _complete(
+        self, src: rq.Resolved, cursor: int, params: rq._Source | None = None
+    ) -> CompletionResult:
+        """A headless completion: never debounced, cached or superseded."""
+        request = rq.completion_request(src, cursor, self.options, params)
+        try:
+            return await self.scheduler.complete(
+                None, request, debounce_s=0.0, wait_s=self.options.load_wait_ms / 1000
+            )
+        except Cancelled:
+            raise rq.RequestCancelled("groundspec: the request was cancelled") from None
         except (EngineUnavailable, EngineError) as exc:
             raise rq.RequestFailed(str(exc)) from None
 
