@@ -17,7 +17,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from speculator.types import (
     Cancelled,
@@ -229,6 +229,28 @@ class CompletionCache:
         self._entries.clear()
 
 
+class WarmObserver(Protocol):
+    """Told about warm-ups long enough to show (called on the event loop)."""
+
+    def warm_began(self) -> None: ...
+
+    def warm_ended(self, cancelled: bool) -> None: ...
+
+
+@dataclass
+class _WarmRun:
+    """One warm-up job: whether it started, whether its progress is on screen."""
+
+    running: bool = False
+    shown: bool = False
+    timer: asyncio.TimerHandle | None = None
+
+
+# A warm-up is shown only once it has run this long: a keystroke's warm-up
+# (a few tokens) finishes before it, a new file's prompt (seconds) does not.
+WARM_SHOWN_AFTER_S = 0.4
+
+
 class Scheduler:
     """Per-document debounce and newest-wins on top of the worker.
 
@@ -245,6 +267,7 @@ class Scheduler:
         self._inflight: dict[str, tuple[tuple[Any, ...], Future[list[CompletionResult]]]] = {}
         self._warm_timers: dict[str, asyncio.TimerHandle] = {}
         self._warm_due: dict[str, tuple[float, Callable[[], CompletionRequest | None]]] = {}
+        self.warm_observer: WarmObserver | None = None
         self.cache_hits = 0
         self.shared = 0
         self.superseded = 0
@@ -431,8 +454,45 @@ class Scheduler:
             return
         self.warms += 1
         token = CancelToken()
-        future = self.worker.submit(lambda: engine.warm(request, token), token, background=True)
+        loop = asyncio.get_running_loop()
+        run = _WarmRun()
+
+        def warm() -> int:
+            _call_soon(loop, self._warm_started, run)
+            return engine.warm(request, token)
+
+        future = self.worker.submit(warm, token, background=True)
         future.add_done_callback(_log_warm_failure)
+        future.add_done_callback(lambda f: _call_soon(loop, self._warm_finished, run, f))
+
+    def _warm_started(self, run: _WarmRun) -> None:
+        run.running = True
+        if self.warm_observer is not None:
+            run.timer = asyncio.get_running_loop().call_later(
+                WARM_SHOWN_AFTER_S, self._warm_show, run
+            )
+
+    def _warm_show(self, run: _WarmRun) -> None:
+        run.timer = None
+        if run.running and self.warm_observer is not None:
+            run.shown = True
+            self.warm_observer.warm_began()
+
+    def _warm_finished(self, run: _WarmRun, future: Future[Any]) -> None:
+        run.running = False
+        if run.timer is not None:
+            run.timer.cancel()
+        if run.shown and self.warm_observer is not None:
+            cancelled = future.cancelled() or future.exception() is not None
+            self.warm_observer.warm_ended(cancelled)
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[..., Any], *args: Any) -> None:
+    """Run fn on the loop from the worker thread; nothing once the loop has closed."""
+    try:
+        loop.call_soon_threadsafe(fn, *args)
+    except RuntimeError:
+        pass  # shutting down
 
 
 def _log_warm_failure(future: Future[Any]) -> None:

@@ -100,6 +100,38 @@ class LoadProgress:
             self.ls.work_done_progress.end(self.TOKEN, types.WorkDoneProgressEnd(message=message))
 
 
+class WarmProgress:
+    """A warm-up long enough to notice, shown as $/progress (scheduler.WarmObserver).
+
+    Each warm-up gets its own token (groundspec/warm/N): a token is created
+    for one begin..end, and the next may start before the client answered."""
+
+    PREFIX = "groundspec/warm"
+
+    def __init__(self, ls: GroundspecServer) -> None:
+        self.ls = ls
+        self.count = 0
+        self.token: str | None = None
+
+    def warm_began(self) -> None:
+        if self.token is not None or not self.ls.client_supports_progress():
+            return
+        self.count += 1
+        self.token = f"{self.PREFIX}/{self.count}"
+        progress = self.ls.work_done_progress
+        progress.create(self.token)
+        begin = types.WorkDoneProgressBegin(title="groundspec", message="Warming the cache")
+        progress.begin(self.token, begin)
+
+    def warm_ended(self, cancelled: bool) -> None:
+        if self.token is None:
+            return
+        message = "Warm-up interrupted" if cancelled else "Cache warm"
+        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        self.ls.work_done_progress.tokens.pop(self.token, None)  # pygls never forgets them
+        self.token = None
+
+
 class GroundspecServer(LanguageServer):
     def __init__(self, startup: StartupConfig) -> None:
         super().__init__(
@@ -110,6 +142,7 @@ class GroundspecServer(LanguageServer):
         )
         self.service = CompletionService(startup)
         self.load_progress = LoadProgress(self)
+        self.service.scheduler.warm_observer = WarmProgress(self)
         self.shutdown_requested = False
 
     def start_service(self) -> None:

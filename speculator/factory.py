@@ -21,10 +21,12 @@ def load_engine(config: EngineConfig, progress: ProgressCallback | None = None) 
     """
     config = config.with_env()
     if config.fake:
-        return FakeEngine(
+        fake = FakeEngine(
             text=os.environ.get("GROUNDSPEC_FAKE_TEXT", DEFAULT_FAKE_TEXT),
             delay_ms_per_token=float(os.environ.get("GROUNDSPEC_FAKE_DELAY_MS", "0") or 0),
         )
+        fake.warm_ms = float(os.environ.get("GROUNDSPEC_FAKE_WARM_MS", "0") or 0)
+        return fake
     from .engine import SpeculativeEngine  # imports llama_cpp: keep it lazy
 
     return SpeculativeEngine.load(config, progress)

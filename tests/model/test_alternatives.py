@@ -1,0 +1,27 @@
+"""Alternatives on the real models: distinct, the greedy one first and unchanged."""
+
+from __future__ import annotations
+
+from speculator.engine import SpeculativeEngine
+from speculator.types import CompletionRequest
+
+SOURCE = "def area(radius):\n    return \n"
+
+
+def test_alternatives_are_distinct_and_start_with_the_greedy_completion(
+    engine: SpeculativeEngine,
+) -> None:
+    request = CompletionRequest(text=SOURCE, cursor=SOURCE.index("\n", 18), max_tokens=12)
+    greedy = engine.complete(request)
+    requests_before = engine.totals()["requests"]
+    results = engine.alternatives(request, 3)
+    texts = [r.text for r in results]
+    print(f"alternatives: {texts} in {[r.stats.total_ms for r in results]} ms")
+    assert texts[0] == greedy.text
+    assert len(texts) >= 2 and len(set(texts)) == len(texts)
+    assert all(t.strip() and "\n" not in t for t in texts)  # same single-line stop rule
+    # The alternatives reused the prompt; only the request itself is counted.
+    assert all(r.stats.reused_prompt_tokens == r.stats.prompt_tokens for r in results[1:])
+    assert engine.totals()["requests"] == requests_before + 1
+    # The KV left behind does not change the next answer.
+    assert engine.complete(request).text == greedy.text
