@@ -656,6 +656,34 @@ H.out.kinds = kinds
     assert out["kinds"][-1] == 1
 
 
+def test_cycling_through_the_servers_alternatives(tmp_path: Path) -> None:
+    """`groundspec serve --fake` behind the plugin: <M-n> asks explicitly and the
+    server answers with several items (the fake engine's alternatives)."""
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "" })
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+H.out.first = H.wait(H.ghost, 10000, "ghost text").text
+H.out.seen = {}
+for _, key in ipairs({ "<M-n>", "<M-n>", "<M-n>" }) do
+  H.input(key)
+  H.wait(function() return H.status_hint() end, 5000, "the suggestion hint")
+  table.insert(H.out.seen, { H.ghost().text, H.status_hint().text })
+end
+""",
+        fake_text="a + b",
+    )
+    assert out["first"] == "a + b"
+    assert out["seen"] == [
+        ["alt1_a + b", "  groundspec: suggestion 2/3"],
+        ["alt2_a + b", "  groundspec: suggestion 3/3"],
+        ["a + b", "  groundspec: suggestion 1/3"],
+    ]
+
+
 @pytest.mark.model
 def test_real_models_show_and_accept_a_suggestion(tmp_path: Path) -> None:
     out = run_nvim(
