@@ -656,6 +656,30 @@ H.out.kinds = kinds
     assert out["kinds"][-1] == 1
 
 
+def test_a_long_warm_up_is_shown_at_the_cursor(tmp_path: Path) -> None:
+    """The server's warm-up $/progress (a file just opened, a slow prompt) shows
+    as the end-of-line hint and goes away when it ends."""
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "    return a" })
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.out.warming = H.wait(function()
+  local hint = H.status_hint()
+  return hint and hint.text:find("Warming", 1, true) and hint
+end, 10000, "the warming hint")
+H.out.after = H.wait(function()
+  local hint = H.status_hint()
+  return (not hint or not hint.text:find("Warming", 1, true)) and (hint or "gone")
+end, 10000, "the warming hint to go")
+""",
+        extra_env={"GROUNDSPEC_FAKE_WARM_MS": "2000"},
+    )
+    assert out["warming"]["text"] == "  groundspec: Warming the cache"
+    assert out["after"] == "gone"
+
+
 def test_cycling_through_the_servers_alternatives(tmp_path: Path) -> None:
     """`groundspec serve --fake` behind the plugin: <M-n> asks explicitly and the
     server answers with several items (the fake engine's alternatives)."""
