@@ -11,7 +11,8 @@ SOURCE = "def area(radius):\n    return \n"
 def test_alternatives_are_distinct_and_start_with_the_greedy_completion(
     engine: SpeculativeEngine,
 ) -> None:
-    request = CompletionRequest(text=SOURCE, cursor=SOURCE.index("\n", 18), max_tokens=12)
+    cursor = SOURCE.index("\n", 18)
+    request = CompletionRequest(text=SOURCE, cursor=cursor, max_tokens=12, multiline=False)
     greedy = engine.complete(request)
     requests_before = engine.totals()["requests"]
     results = engine.alternatives(request, 3)
