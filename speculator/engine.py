@@ -113,12 +113,13 @@ class SpeculativeEngine:
         The others start with the next most likely first tokens and continue
         greedily, with the same stop rules and post-processing. They reuse the
         prompt's KV: between alternatives the cache is trimmed back to the prompt,
-        so each costs only its own tokens. Empty and duplicate texts are dropped;
-        at most 2(n - 1) first tokens are tried."""
+        so each costs only its own tokens. Empty texts and texts that differ from an
+        earlier one only in whitespace (" x" after "return " is "x" again) are
+        dropped; at most 2(n - 1) first tokens are tried."""
         started = time.perf_counter()
         prepared = self._prepare_completion(request, cancel)
         first = self._generate_completion(prepared, prepared.logits, started, cancel)
-        results, seen = [first], {first.text}
+        results, seen = [first], {_shape(first.text)}
         greedy = int(np.argmax(prepared.logits))
         ranked = np.argsort(-prepared.logits)[: 2 * n - 1]
         tries = [int(t) for t in ranked if t != greedy and not self.target.is_end_of_generation(t)]
@@ -131,8 +132,8 @@ class SpeculativeEngine:
             result = self._generate_completion(
                 prepared, forced, time.perf_counter(), cancel, record=False
             )
-            if result.text.strip() and result.text not in seen:
-                seen.add(result.text)
+            if result.text.strip() and _shape(result.text) not in seen:
+                seen.add(_shape(result.text))
                 results.append(result)
         return results
 
@@ -399,6 +400,11 @@ class _PreparedCompletion:
     stop: CompletionStop
     corpus: list[list[int]]
     multiline: bool
+
+
+def _shape(text: str) -> str:
+    """A completion's text up to whitespace: alternatives must differ in more."""
+    return " ".join(text.split())
 
 
 def _grounding(request: CompletionRequest) -> Grounding:
