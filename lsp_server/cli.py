@@ -343,16 +343,38 @@ def _range_dict(index: LineIndex, start: int, end: int) -> dict[str, dict[str, i
 
 
 def run_models(args: argparse.Namespace) -> int:
+    if args.action == "path":
+        return print_model_paths()
     for spec in provision.DEFAULT_MODELS:
-        if args.action == "path":
-            print(provision.model_path(spec))
-        elif args.action == "fetch":
+        if args.action == "fetch":
             path = provision.fetch(spec, provision.progress_bar(spec.role))
             print(path)
         else:
             provision.verify(spec, provision.progress_bar(spec.role))
             print(f"{spec.role}: OK {provision.model_path(spec)}")
     return 0
+
+
+def print_model_paths() -> int:
+    """Print where each default model lives; exit 1 if one is missing or the wrong
+    size (a cheap check: `verify` hashes), so scripts and `:checkhealth` can tell."""
+    code = 0
+    for spec in provision.DEFAULT_MODELS:
+        path = provision.model_path(spec)
+        print(path)
+        if not path.is_file():
+            print(
+                f"the {spec.role} model is missing: run `groundspec models fetch`", file=sys.stderr
+            )
+            code = 1
+        elif path.stat().st_size != spec.size:
+            print(
+                f"the {spec.role} model at {path} has the wrong size: "
+                "run `groundspec models fetch` again",
+                file=sys.stderr,
+            )
+            code = 1
+    return code
 
 
 # -- bench / demo -------------------------------------------------------------------

@@ -35,7 +35,7 @@ from .documents import DocumentError
 from .logs import setup_logging, traced
 from .options import ServerOptions, StartupConfig
 from .protocol import GroundspecProtocol, make_converter
-from .service import CompletionService, range_dict
+from .service import CompletionService, load_fix, range_dict
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 REFACTOR_COMMAND = "groundspec.refactor"
 ACCEPTED_COMMAND = "groundspec.accepted"
 STATS_COMMAND = "groundspec.stats"
+INVOKED_ITEMS = 3  # items for an explicitly invoked inline completion
 DEBUG_DOCUMENT_METHOD = "groundspec/debug/document"  # fake engine only: tests compare text
 CONFIG_SECTION = "groundspec"  # workspace/configuration section of our settings
 BUILTIN_INSTRUCTIONS = (
@@ -99,6 +100,38 @@ class LoadProgress:
             self.ls.work_done_progress.end(self.TOKEN, types.WorkDoneProgressEnd(message=message))
 
 
+class WarmProgress:
+    """A warm-up long enough to notice, shown as $/progress (scheduler.WarmObserver).
+
+    Each warm-up gets its own token (groundspec/warm/N): a token is created
+    for one begin..end, and the next may start before the client answered."""
+
+    PREFIX = "groundspec/warm"
+
+    def __init__(self, ls: GroundspecServer) -> None:
+        self.ls = ls
+        self.count = 0
+        self.token: str | None = None
+
+    def warm_began(self) -> None:
+        if self.token is not None or not self.ls.client_supports_progress():
+            return
+        self.count += 1
+        self.token = f"{self.PREFIX}/{self.count}"
+        progress = self.ls.work_done_progress
+        progress.create(self.token)
+        begin = types.WorkDoneProgressBegin(title="groundspec", message="Warming the cache")
+        progress.begin(self.token, begin)
+
+    def warm_ended(self, cancelled: bool) -> None:
+        if self.token is None:
+            return
+        message = "Warm-up interrupted" if cancelled else "Cache warm"
+        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
+        self.ls.work_done_progress.tokens.pop(self.token, None)  # pygls never forgets them
+        self.token = None
+
+
 class GroundspecServer(LanguageServer):
     def __init__(self, startup: StartupConfig) -> None:
         super().__init__(
@@ -109,6 +142,7 @@ class GroundspecServer(LanguageServer):
         )
         self.service = CompletionService(startup)
         self.load_progress = LoadProgress(self)
+        self.service.scheduler.warm_observer = WarmProgress(self)
         self.shutdown_requested = False
 
     def start_service(self) -> None:
@@ -122,7 +156,9 @@ class GroundspecServer(LanguageServer):
             self.load_progress.end("Models ready")
             return
         self.load_progress.end("Model loading failed")
-        self.show(f"groundspec: could not load the models: {error}", types.MessageType.Error)
+        fix = load_fix(self.service.options.engine.with_env())
+        shown = error if fix in error else f"{error.rstrip('.')}. {fix}"
+        self.show(f"groundspec: could not load the models: {shown}", types.MessageType.Error)
 
     def workspace_root(self) -> str | None:
         folders = self.workspace.folders  # pygls' Workspace: the client's folders and root
@@ -355,24 +391,28 @@ def did_save(ls: GroundspecServer, params: types.DidSaveTextDocumentParams) -> N
 async def inline_completion(
     ls: GroundspecServer, params: types.InlineCompletionParams
 ) -> types.InlineCompletionList:
-    src, cursor, result = await ls.service.complete_typing(
-        params.text_document.uri, params.position
+    # Asked for explicitly (Neovim's <M-n>, VS Code's "next suggestion"): several
+    # items to cycle through; typing stays one item, as fast as before.
+    invoked = params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+    src, cursor, results = await ls.service.complete_typing(
+        params.text_document.uri, params.position, count=INVOKED_ITEMS if invoked else 1
     )
-    if result is None or not result.text:
-        return types.InlineCompletionList(items=[])
     here = src.index.range(cursor, cursor)
-    item = types.InlineCompletionItem(
-        insert_text=result.text, range=here, command=accepted_command(src.uri, result.text)
-    )
-    return types.InlineCompletionList(items=[item])
+    items = [
+        types.InlineCompletionItem(
+            insert_text=r.text, range=here, command=accepted_command(src.uri, r.text)
+        )
+        for r in results
+    ]
+    return types.InlineCompletionList(items=items)
 
 
 @handler
 async def completion(ls: GroundspecServer, params: types.CompletionParams) -> types.CompletionList:
-    src, cursor, result = await ls.service.complete_typing(
-        params.text_document.uri, params.position
+    src, cursor, results = await ls.service.complete_typing(
+        params.text_document.uri, params.position, kind="completion"
     )
-    items = [completion_item(src, cursor, result.text)] if result and result.text else []
+    items = [completion_item(src, cursor, r.text) for r in results]
     # Incomplete: the client asks again as the user types (the cache makes that cheap).
     return types.CompletionList(is_incomplete=True, items=items)
 

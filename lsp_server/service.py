@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import msgspec
 from lsprotocol import types
 
+from speculator.config import EngineConfig
 from speculator.factory import load_engine
 from speculator.totals import Totals
 from speculator.types import (
@@ -194,32 +195,47 @@ class CompletionService:
         req = rq.parse(params, rq.CompleteParams)
         src = rq.resolve(req, self.documents)
         cursor = rq.offset(src.index, req.position.lsp())
-        result = await self._complete(src, cursor, req, typing=False)
-        assert result is not None  # headless requests are never superseded
+        result = await self._complete(src, cursor, req)
         return {"text": result.text, "stats": msgspec.to_builtins(result.stats)}
 
     async def complete_typing(
-        self, uri: str, position: types.Position
-    ) -> tuple[rq.Resolved, int, CompletionResult | None]:
-        """An editor's completion at `position`: debounced, newest-wins, cached.
+        self, uri: str, position: types.Position, *, kind: str = "inline", count: int = 1
+    ) -> tuple[rq.Resolved, int, list[CompletionResult]]:
+        """An editor's completion at `position`: debounced, newest-wins per `kind`
+        (an inline completion and a completion request do not cancel each
+        other), cached. `count` > 1 asks for up to that many distinct items,
+        the greedy one first.
 
-        The result is None when a newer keystroke superseded the request."""
+        The list is empty when a newer keystroke superseded the request."""
         src = self.source(uri)
         cursor = rq.offset(src.index, position)
-        return src, cursor, await self._complete(src, cursor, typing=True)
-
-    async def _complete(
-        self, src: rq.Resolved, cursor: int, params: rq._Source | None = None, *, typing: bool
-    ) -> CompletionResult | None:
-        request = rq.completion_request(src, cursor, self.options, params)
-        key = src.uri if typing else None
-        debounce = self.options.debounce_ms / 1000 if typing else 0.0
+        request = rq.completion_request(src, cursor, self.options)
         try:
-            return await self.scheduler.complete(
-                key, request, debounce_s=debounce, wait_s=self.options.load_wait_ms / 1000
+            results = await self.scheduler.complete_all(
+                src.uri,
+                request,
+                debounce_s=self.options.debounce_ms / 1000,
+                wait_s=self.options.load_wait_ms / 1000,
+                kind=kind,
+                count=count,
             )
         except Cancelled:
-            return None
+            return src, cursor, []
+        except (EngineUnavailable, EngineError) as exc:
+            raise rq.RequestFailed(str(exc)) from None
+        return src, cursor, [r for r in results if r.text]
+
+    async def _complete(
+        self, src: rq.Resolved, cursor: int, params: rq._Source | None = None
+    ) -> CompletionResult:
+        """A headless completion: never debounced, cached or superseded."""
+        request = rq.completion_request(src, cursor, self.options, params)
+        try:
+            return await self.scheduler.complete(
+                None, request, debounce_s=0.0, wait_s=self.options.load_wait_ms / 1000
+            )
+        except Cancelled:
+            raise rq.RequestCancelled("groundspec: the request was cancelled") from None
         except (EngineUnavailable, EngineError) as exc:
             raise rq.RequestFailed(str(exc)) from None
 
@@ -281,6 +297,29 @@ class CompletionService:
         except DocumentError as exc:
             raise rq.InvalidParams(str(exc)) from None
         return {"uri": doc.uri, "version": doc.version, "text": doc.text}
+
+
+FETCH_FIX = "Fix: run `groundspec models fetch`"
+
+
+def load_fix(config: EngineConfig) -> str:
+    """What fixes a failed load: a custom model path that names no file is fixed
+    where it was set; anything else by assembling the default models."""
+    paths = [("target", config.target_model, "GROUNDSPEC_TARGET_MODEL", "targetModel")]
+    if config.use_draft:
+        paths.append(("draft", config.draft_model, "GROUNDSPEC_DRAFT_MODEL", "draftModel"))
+    for role, path, env, key in paths:
+        if path and not os.path.isfile(os.path.expanduser(path)):
+            where = (
+                f"the environment variable {env}"
+                if os.environ.get(env)
+                else f"the setting engine.{key} (VS Code: groundspec.{key})"
+            )
+            return (
+                f"Fix: point {where} at an existing GGUF file for the {role} model, "
+                "or unset it to use the default models (`groundspec models fetch`)"
+            )
+    return FETCH_FIX
 
 
 def peak_rss_mb() -> float:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 import os
 import time
+from dataclasses import dataclass
 
 import msgspec
+import numpy as np
 
 from . import provision
 from .config import EngineConfig
@@ -102,6 +104,45 @@ class SpeculativeEngine:
         self, request: CompletionRequest, cancel: CancelToken | None = None
     ) -> CompletionResult:
         started = time.perf_counter()
+        prepared = self._prepare_completion(request, cancel)
+        return self._generate_completion(prepared, prepared.logits, started, cancel)
+
+    def alternatives(
+        self, request: CompletionRequest, n: int, cancel: CancelToken | None = None
+    ) -> list[CompletionResult]:
+        """Up to n distinct completions, the greedy one (what `complete` returns) first.
+
+        The others start with the next most likely first tokens and continue
+        greedily, with the same stop rules and post-processing. They reuse the
+        prompt's KV: between alternatives the cache is trimmed back to the prompt,
+        so each costs only its own tokens. Empty texts and texts that differ from an
+        earlier one only in whitespace (" x" after "return " is "x" again) are
+        dropped; at most 2(n - 1) first tokens are tried."""
+        started = time.perf_counter()
+        prepared = self._prepare_completion(request, cancel)
+        first = self._generate_completion(prepared, prepared.logits, started, cancel)
+        results, seen = [first], {_shape(first.text)}
+        greedy = int(np.argmax(prepared.logits))
+        ranked = np.argsort(-prepared.logits)[: 2 * n - 1]
+        tries = [int(t) for t in ranked if t != greedy and not self.target.is_end_of_generation(t)]
+        for token in tries[: 2 * (n - 1)]:
+            if len(results) >= n:
+                break
+            self.session.trim(prepared.sync.prompt_tokens)
+            forced = prepared.logits.copy()
+            forced[token] = forced.max() + FORCE_MARGIN  # the decoder's first pick
+            result = self._generate_completion(
+                prepared, forced, time.perf_counter(), cancel, record=False
+            )
+            if result.text.strip() and _shape(result.text) not in seen:
+                seen.add(_shape(result.text))
+                results.append(result)
+        return results
+
+    def _prepare_completion(
+        self, request: CompletionRequest, cancel: CancelToken | None
+    ) -> _PreparedCompletion:
+        """Check the request, sync the prompt into the KV cache, build the stop rule."""
         _check_text(request.text)
         if not 0 <= request.cursor <= len(request.text):
             raise EngineError(
@@ -119,9 +160,26 @@ class SpeculativeEngine:
         )
         stop = CompletionStop(request.text, request.cursor, multiline)
         corpus = self._completion_corpus(request, grounding, fim)
-        outcome = self._decode(logits, request.speculation, request, corpus, stop, cancel)
-        text = finish_completion(outcome.text, multiline)
-        stats = self._stats(sync, outcome, started, request.speculation)
+        return _PreparedCompletion(request, sync, logits, stop, corpus, multiline)
+
+    def _generate_completion(
+        self,
+        prepared: _PreparedCompletion,
+        logits: Logits,
+        started: float,
+        cancel: CancelToken | None,
+        record: bool = True,
+    ) -> CompletionResult:
+        """Decode from `logits` (the session holds exactly the prompt) and finish the text."""
+        request = prepared.request
+        outcome = self._decode(
+            logits, request.speculation, request, prepared.corpus, prepared.stop, cancel
+        )
+        text = finish_completion(outcome.text, prepared.multiline)
+        sync = prepared.sync
+        if not record:  # an alternative: the prompt was paid for by the first one
+            sync = SyncResult(sync.prompt_tokens, sync.prompt_tokens, 0, 0, 0.0)
+        stats = self._stats(sync, outcome, started, request.speculation, record)
         return CompletionResult(text=text, stats=stats)
 
     def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
@@ -308,7 +366,12 @@ class SpeculativeEngine:
         return controller.draft_length("draft", 16, extra_cost_ms=extra) > 0
 
     def _stats(
-        self, sync: SyncResult, outcome: DecodeOutcome, started: float, speculation: str
+        self,
+        sync: SyncResult,
+        outcome: DecodeOutcome,
+        started: float,
+        speculation: str,
+        record: bool = True,
     ) -> Stats:
         stats = Stats(
             generated_tokens=len(outcome.tokens),
@@ -321,9 +384,32 @@ class SpeculativeEngine:
             total_ms=round((time.perf_counter() - started) * 1000, 1),
             speculation=speculation,
         )
-        self._totals.record(stats, outcome.per_drafter)
+        if record:
+            self._totals.record(stats, outcome.per_drafter)
         log.info("request done: %s", msgspec.json.encode(stats).decode())
         return stats
+
+
+# Added to an alternative's first token's logit so greedy (or sampling, for any
+# temperature the options allow) picks it: logits are tens apart at most.
+FORCE_MARGIN = 1000.0
+
+
+@dataclass
+class _PreparedCompletion:
+    """A completion's prompt, synced into the KV cache, and how to finish it."""
+
+    request: CompletionRequest
+    sync: SyncResult
+    logits: Logits  # the target's distribution for the first generated token
+    stop: CompletionStop
+    corpus: list[list[int]]
+    multiline: bool
+
+
+def _shape(text: str) -> str:
+    """A completion's text up to whitespace: alternatives must differ in more."""
+    return " ".join(text.split())
 
 
 def _grounding(request: CompletionRequest) -> Grounding:

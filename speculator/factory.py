@@ -30,10 +30,12 @@ def load_engine(
             f"unknown engine backend {config.backend!r}; choose one of {', '.join(BACKENDS)}"
         )
     if config.fake:
-        return FakeEngine(
+        fake = FakeEngine(
             text=os.environ.get("GROUNDSPEC_FAKE_TEXT", DEFAULT_FAKE_TEXT),
             delay_ms_per_token=float(os.environ.get("GROUNDSPEC_FAKE_DELAY_MS", "0") or 0),
         )
+        fake.warm_ms = float(os.environ.get("GROUNDSPEC_FAKE_WARM_MS", "0") or 0)
+        return fake
     if config.backend != "local":
         from .backends import load_remote  # no llama_cpp import: a thin client needs no models
 

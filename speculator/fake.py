@@ -1,7 +1,9 @@
 """A deterministic engine for protocol tests: no model, same interface.
 
 The completion is `FakeEngine.text` cut to `max_tokens` "tokens" (characters).
-A delay per token simulates decoding so cancellation can be tested; the
+Asked for alternatives, it returns the completion, then `alt1_` + text,
+`alt2_` + text, ... (each cut the same way): distinct items, deterministic,
+the first one the same as `complete`'s. A delay per token simulates decoding so cancellation can be tested; the
 cancel token is checked every token, like the real decode loop checks it
 every verify round.
 """
@@ -51,6 +53,22 @@ class FakeEngine:
         stats = self._stats(request.text[: request.cursor], out, started, request.speculation)
         self._totals.record(stats)
         return CompletionResult(text=out, stats=stats)
+
+    def alternatives(
+        self, request: CompletionRequest, n: int, cancel: CancelToken | None = None
+    ) -> list[CompletionResult]:
+        first = self.complete(request, cancel)
+        results, seen = [first], {first.text}
+        for i in range(1, n):
+            started = time.perf_counter()
+            out = self._decode(f"alt{i}_{self.text}"[: max(0, request.max_tokens)], cancel)
+            if out.strip() and out not in seen:
+                seen.add(out)
+                stats = self._stats(
+                    request.text[: request.cursor], out, started, request.speculation
+                )
+                results.append(CompletionResult(text=out, stats=stats))
+        return results
 
     def refactor(
         self, request: RefactorRequest, cancel: CancelToken | None = None

@@ -121,6 +121,12 @@ class Engine(Protocol):
         self, request: CompletionRequest, cancel: CancelToken | None = None
     ) -> CompletionResult: ...
 
+    def alternatives(
+        self, request: CompletionRequest, n: int, cancel: CancelToken | None = None
+    ) -> list[CompletionResult]:
+        """Up to n distinct completions; the first is exactly what `complete` returns."""
+        ...
+
     def refactor(
         self, request: RefactorRequest, cancel: CancelToken | None = None
     ) -> RefactorResult: ...

@@ -35,20 +35,26 @@ def change(client: LanguageClient, uri: str, version: int, at: types.Range, text
     )
 
 
-def inline_params(uri: str, position: types.Position) -> types.InlineCompletionParams:
+def inline_params(
+    uri: str,
+    position: types.Position,
+    trigger: types.InlineCompletionTriggerKind = types.InlineCompletionTriggerKind.Automatic,
+) -> types.InlineCompletionParams:
     return types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=uri),
         position=position,
-        context=types.InlineCompletionContext(
-            trigger_kind=types.InlineCompletionTriggerKind.Automatic
-        ),
+        context=types.InlineCompletionContext(trigger_kind=trigger),
     )
 
 
 async def inline(
-    client: LanguageClient, uri: str, position: types.Position
+    client: LanguageClient,
+    uri: str,
+    position: types.Position,
+    trigger: types.InlineCompletionTriggerKind = types.InlineCompletionTriggerKind.Automatic,
 ) -> types.InlineCompletionList:
-    result = await client.text_document_inline_completion_async(inline_params(uri, position))
+    params = inline_params(uri, position, trigger)
+    result = await client.text_document_inline_completion_async(params)
     assert isinstance(result, types.InlineCompletionList)
     return result
 

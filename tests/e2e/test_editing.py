@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
@@ -167,3 +169,40 @@ async def test_stats_after_a_session(editor: LanguageClient) -> None:
     assert totals["requests"] == 1
     assert totals["server"]["openDocuments"] == 1
     assert command_totals is not None
+
+
+async def test_an_invoked_inline_completion_returns_several_distinct_items(
+    editor: LanguageClient,
+) -> None:
+    open_doc(editor, URI)
+    automatic = await inline(editor, URI, pos(2, 11))
+    assert [i.insert_text for i in automatic.items] == [FAKE_TEXT]
+    invoked = await inline(editor, URI, pos(2, 11), types.InlineCompletionTriggerKind.Invoked)
+    texts = [i.insert_text for i in invoked.items]
+    # The fake engine's alternatives: the greedy one first, as typing shows it.
+    assert texts == [FAKE_TEXT, f"alt1_{FAKE_TEXT}", f"alt2_{FAKE_TEXT}"]
+    assert all(i.command is not None for i in invoked.items)
+    assert all(i.range == rng((2, 11), (2, 11)) for i in invoked.items)
+
+
+async def test_completion_and_inline_completion_for_one_keystroke_both_answer(
+    editor: LanguageClient,
+) -> None:
+    """An editor that asks both ways for one keystroke gets both answers, from one
+    generation (the second shares the first's, in flight or cached)."""
+    open_doc(editor, URI)
+    change(editor, URI, 2, rng((2, 11), (2, 11)), "n")
+    here = pos(2, 12)
+    completion_params = types.CompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI), position=here
+    )
+    inline_result, completion_result = await asyncio.gather(
+        inline(editor, URI, here),
+        editor.text_document_completion_async(completion_params),
+    )
+    assert [i.insert_text for i in inline_result.items] == [FAKE_TEXT]
+    assert isinstance(completion_result, types.CompletionList)
+    assert [i.filter_text for i in completion_result.items] == ["n" + FAKE_TEXT]
+    totals = await stats(editor)
+    assert totals["requests"] == 1
+    assert totals["server"]["superseded"] == 0

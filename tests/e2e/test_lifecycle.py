@@ -120,7 +120,10 @@ async def test_load_failure_is_shown_and_requests_get_a_clear_error(
     with pytest.raises(JsonRpcException, match="failed to load"):
         await call(broken, "groundspec/complete", {"text": "a", "position": pos(0, 1)})
     errors = [m.message for m in broken.messages if m.type == types.MessageType.Error]
-    assert any("could not load the models" in m for m in errors)
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("groundspec: could not load the models")
+    # The fix names where the bad path came from, and the default models' command.
+    assert "GROUNDSPEC_TARGET_MODEL" in errors[0] and "groundspec models fetch" in errors[0]
     assert (await call(broken, "groundspec/stats", {}))["server"]["engineState"] == "failed"
 
 

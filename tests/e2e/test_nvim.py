@@ -360,7 +360,7 @@ MISSING_MODELS = {
 
 
 def test_checkhealth_fails_when_the_default_models_are_missing(tmp_path: Path) -> None:
-    """`groundspec models path` exits 0 either way; checkhealth must not be green."""
+    """Missing default models: checkhealth must not be green (it runs `models verify`)."""
     (tmp_path / "empty").mkdir()
     out = run_nvim(
         tmp_path,
@@ -654,6 +654,58 @@ H.out.kinds = kinds
     assert out["kinds_before_dismiss"][-1] == 1 and out["kinds_before_dismiss"].count(1) == 1
     assert out["after_dismiss"] == ["a + b", "  groundspec: suggestion 1/3"]
     assert out["kinds"][-1] == 1
+
+
+def test_a_long_warm_up_is_shown_at_the_cursor(tmp_path: Path) -> None:
+    """The server's warm-up $/progress (a file just opened, a slow prompt) shows
+    as the end-of-line hint and goes away when it ends."""
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "    return a" })
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.out.warming = H.wait(function()
+  local hint = H.status_hint()
+  return hint and hint.text:find("Warming", 1, true) and hint
+end, 10000, "the warming hint")
+H.out.after = H.wait(function()
+  local hint = H.status_hint()
+  return (not hint or not hint.text:find("Warming", 1, true)) and (hint or "gone")
+end, 10000, "the warming hint to go")
+""",
+        extra_env={"GROUNDSPEC_FAKE_WARM_MS": "2000"},
+    )
+    assert out["warming"]["text"] == "  groundspec: Warming the cache"
+    assert out["after"] == "gone"
+
+
+def test_cycling_through_the_servers_alternatives(tmp_path: Path) -> None:
+    """`groundspec serve --fake` behind the plugin: <M-n> asks explicitly and the
+    server answers with several items (the fake engine's alternatives)."""
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "" })
+vim.api.nvim_win_set_cursor(0, { 2, 0 })
+H.input("i    return ")
+H.out.first = H.wait(H.ghost, 10000, "ghost text").text
+H.out.seen = {}
+for _, key in ipairs({ "<M-n>", "<M-n>", "<M-n>" }) do
+  H.input(key)
+  H.wait(function() return H.status_hint() end, 5000, "the suggestion hint")
+  table.insert(H.out.seen, { H.ghost().text, H.status_hint().text })
+end
+""",
+        fake_text="a + b",
+    )
+    assert out["first"] == "a + b"
+    assert out["seen"] == [
+        ["alt1_a + b", "  groundspec: suggestion 2/3"],
+        ["alt2_a + b", "  groundspec: suggestion 3/3"],
+        ["a + b", "  groundspec: suggestion 1/3"],
+    ]
 
 
 @pytest.mark.model

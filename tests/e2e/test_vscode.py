@@ -33,8 +33,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 EXTENSION = ROOT / "clients" / "vscode"
 FAKE_TEXT = "fake_completion()"
-STUB_SERVER = ROOT / "tests" / "clients" / "multi_item_server.py"
-STUB_ITEMS = ["first_item()", "second_item()", "third_item()"]
+# `groundspec serve --fake` answers an invoked request with the text and its alternatives.
+CYCLE_TEXT = "first_item()"
+CYCLE_ITEMS = [CYCLE_TEXT, f"alt1_{CYCLE_TEXT}", f"alt2_{CYCLE_TEXT}"]
 SOURCE = "import math\n\n\ndef area(radius):\n    return math.pi * radius ** 2\n\n\nresult = \n"
 
 
@@ -398,20 +399,18 @@ def test_next_inline_suggestion_cycles_through_all_items(
     tmp_path: Path, announce: Callable[[str], None]
 ) -> None:
     """VS Code's "next inline suggestion" (Alt+]) asks explicitly and shows each item the
-    server returns: the extension passes them all on. A stand-in server returns three."""
+    server returns: the extension passes them all on. The fake engine returns three."""
     from selenium.webdriver.common.keys import Keys
 
-    stub = tmp_path / "stub-server"
-    stub.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{STUB_SERVER}" "$@"\n')
-    stub.chmod(0o755)
-    with code_server(tmp_path, announce, [], {}, server_path=str(stub)) as bench:
+    env = {"GROUNDSPEC_FAKE_TEXT": CYCLE_TEXT, "GROUNDSPEC_FAKE_DELAY_MS": "0"}
+    with code_server(tmp_path, announce, ["--fake"], env) as bench:
         bench.open_from_explorer("app.py")
-        wait_for("the stub ready in the status bar", lambda: "tok/s" in bench.status_bar(), 60)
+        wait_for("groundspec ready in the status bar", lambda: "tok/s" in bench.status_bar(), 60)
         bench.find(".monaco-editor .view-lines")[0].click()
         bench.go_to_line(8)
         bench.keys(Keys.END, "x")
         seen = [bench.ghost_text(30)]
-        for _ in range(len(STUB_ITEMS)):
+        for _ in range(len(CYCLE_ITEMS)):
             bench.chord(Keys.ALT, "]")
             wait_for(
                 "the next inline suggestion",
@@ -420,8 +419,8 @@ def test_next_inline_suggestion_cycles_through_all_items(
             )
             seen.append(bench.ghost_text(5))
         print(f"inline suggestions seen while cycling: {seen}")
-        assert seen[0] == STUB_ITEMS[0]
-        assert sorted(set(seen)) == sorted(STUB_ITEMS)
+        assert seen[0] == CYCLE_ITEMS[0]
+        assert sorted(set(seen)) == sorted(CYCLE_ITEMS)
 
 
 def test_missing_models_shown_once_with_the_fix(

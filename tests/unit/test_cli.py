@@ -127,3 +127,24 @@ def test_position_helpers() -> None:
     assert line_range("a\nb\nc\n", "2-3") == (2, 6)
     with pytest.raises(UsageError):
         line_range("a\n", "0-1")
+
+
+def test_models_path_fails_when_a_model_is_missing(tmp_path: Path) -> None:
+    proc = groundspec("models", "path", env={"GROUNDSPEC_CACHE": str(tmp_path)})
+    assert proc.returncode == 1
+    assert len(proc.stdout.splitlines()) == 2  # the paths are still printed
+    assert "groundspec models fetch" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_models_path_succeeds_when_both_models_are_there(tmp_path: Path) -> None:
+    from speculator import provision
+
+    for spec in provision.DEFAULT_MODELS:
+        with (tmp_path / spec.file_name).open("wb") as f:
+            f.truncate(spec.size)  # sparse: the right size, no disk used
+    proc = groundspec("models", "path", env={"GROUNDSPEC_CACHE": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [str(tmp_path / s.file_name) for s in provision.DEFAULT_MODELS]
+    (tmp_path / provision.DEFAULT_MODELS[0].file_name).write_bytes(b"GGUF")
+    assert groundspec("models", "path", env={"GROUNDSPEC_CACHE": str(tmp_path)}).returncode == 1

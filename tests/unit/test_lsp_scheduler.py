@@ -189,3 +189,70 @@ async def test_the_worker_forgets_a_finished_job(setup) -> None:
     await scheduler.complete(None, request(), debounce_s=0, wait_s=5)
     await asyncio.sleep(0.01)  # the worker clears it right after setting the result
     assert not scheduler.worker.busy
+
+
+async def test_two_kinds_for_one_keystroke_share_one_generation(setup) -> None:
+    scheduler, engine = setup
+    engine.delay_ms_per_token = 2.0
+    inline = asyncio.create_task(
+        scheduler.complete("doc", request(), debounce_s=0, wait_s=5, kind="inline")
+    )
+    await asyncio.sleep(0.02)  # the inline one is decoding
+    completion = await scheduler.complete(
+        "doc", request(), debounce_s=0, wait_s=5, kind="completion"
+    )
+    assert (await inline).text == completion.text == "x" * 64
+    assert engine.totals()["requests"] == 1
+    assert scheduler.superseded == 0 and scheduler.shared == 1
+
+
+async def test_a_newer_keystroke_still_supersedes_its_own_kind(setup) -> None:
+    scheduler, engine = setup
+    engine.delay_ms_per_token = 5.0  # 200 tokens: ~1 s if not cancelled
+    old = asyncio.create_task(
+        scheduler.complete(
+            "doc", request(max_tokens=200), debounce_s=0, wait_s=5, kind="completion"
+        )
+    )
+    await asyncio.sleep(0.05)
+    other_kind = asyncio.create_task(
+        scheduler.complete("doc", request(TEXT + "a", max_tokens=3), debounce_s=0, wait_s=5)
+    )
+    await asyncio.sleep(0.05)
+    assert not old.done()  # the inline request did not cancel it
+    newer = await scheduler.complete(
+        "doc", request(TEXT + "ab", max_tokens=3), debounce_s=0, wait_s=5, kind="completion"
+    )
+    assert newer.text == (await other_kind).text == "xxx"
+    with pytest.raises(Cancelled):
+        await old
+    assert scheduler.superseded == 1
+
+
+async def test_a_waiter_whose_owner_is_superseded_runs_its_own(setup) -> None:
+    scheduler, engine = setup
+    engine.delay_ms_per_token = 5.0
+    owner = asyncio.create_task(
+        scheduler.complete("doc", request(), debounce_s=0, wait_s=5, kind="inline")
+    )
+    await asyncio.sleep(0.05)
+    waiter = asyncio.create_task(
+        scheduler.complete("doc", request(), debounce_s=0, wait_s=5, kind="completion")
+    )
+    await asyncio.sleep(0.05)
+    assert scheduler.shared == 1
+    engine.delay_ms_per_token = 0.0
+    await scheduler.complete("doc", request(TEXT + "z"), debounce_s=0, wait_s=5, kind="inline")
+    with pytest.raises(Cancelled):
+        await owner
+    assert (await waiter).text == "x" * 64
+
+
+async def test_alternatives_skip_the_cache_and_put_the_greedy_one_first(setup) -> None:
+    scheduler, engine = setup
+    engine.text = "value"
+    first = await scheduler.complete("doc", request(), debounce_s=0, wait_s=5)
+    results = await scheduler.complete_all("doc", request(), debounce_s=0, wait_s=5, count=3)
+    assert [r.text for r in results] == ["value", "alt1_value", "alt2_value"]
+    assert results[0].text == first.text
+    assert engine.totals()["requests"] == 2  # the alternatives did not come from the cache

@@ -76,3 +76,23 @@ def test_peak_rss_is_the_servers_own_not_the_launchers() -> None:
     out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, check=True)
     assert float(out.stdout) < 200
     assert peak_rss_mb() > 0
+
+
+def test_load_fix_names_where_a_missing_custom_path_was_set(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lsp_server.service import FETCH_FIX, load_fix
+
+    monkeypatch.delenv("GROUNDSPEC_TARGET_MODEL", raising=False)
+    monkeypatch.delenv("GROUNDSPEC_DRAFT_MODEL", raising=False)
+    assert load_fix(EngineConfig()) == FETCH_FIX  # default models: assemble them
+    missing = str(tmp_path / "missing.gguf")
+    from_setting = load_fix(EngineConfig(draft_model=missing))
+    assert "engine.draftModel" in from_setting and "draft model" in from_setting
+    monkeypatch.setenv("GROUNDSPEC_TARGET_MODEL", missing)
+    from_env = load_fix(EngineConfig().with_env())
+    assert "GROUNDSPEC_TARGET_MODEL" in from_env and "target model" in from_env
+    present = tmp_path / "present.gguf"
+    present.write_bytes(b"GGUF")
+    # A path that exists but fails to load (corrupt): the default models are the way out.
+    assert load_fix(EngineConfig(target_model=str(present), use_draft=False)) == FETCH_FIX

@@ -60,7 +60,7 @@ local function check_gguf(role, path)
 end
 
 -- The default models: `groundspec models verify` checks size and SHA-256 and
--- exits non-zero when one is missing or wrong (`models path` does not).
+-- exits non-zero when one is missing or wrong (`models path` checks only the size).
 local function verify_default_models(exe)
   local out = vim.fn.system({ exe, "models", "verify" })
   local lines = vim.tbl_filter(function(line)

@@ -1,0 +1,103 @@
+"""What the server is doing: a noticeable warm-up is shown as $/progress."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+from .conftest import CLIENTS, SERVER, server_env, start_session
+from .helpers import eventually, inline, open_doc, pos, stats
+
+URI = "file:///work/project/warm.py"
+
+
+def warm_reports(client: LanguageClient) -> dict[Any, list[Any]]:
+    return {
+        token: values
+        for token, values in client.progress_reports.items()
+        if str(token).startswith("groundspec/warm")
+    }
+
+
+def ended(client: LanguageClient) -> bool:
+    reports = warm_reports(client)
+    return bool(reports) and all(values[-1].kind == "end" for values in reports.values())
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=SERVER, server_env=server_env(GROUNDSPEC_FAKE_WARM_MS="1000")
+    ),
+    params=CLIENTS,
+)
+async def warming(lsp_client: LanguageClient, request: pytest.FixtureRequest):
+    """A fake engine whose warm-up takes a second, like a new file's prompt."""
+    await start_session(lsp_client, request.param)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
+async def quick(lsp_client: LanguageClient):
+    """The fake engine's warm-up takes no time, like a keystroke's."""
+    await start_session(lsp_client, "visual-studio-code")
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=SERVER, server_env=server_env(GROUNDSPEC_FAKE_WARM_MS="1000")
+    )
+)
+async def no_progress(lsp_client: LanguageClient):
+    """A client that does not support workDoneProgress."""
+    capabilities = client_capabilities("visual-studio-code")
+    capabilities.window = types.WindowClientCapabilities(work_done_progress=False)
+    await lsp_client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities, initialization_options={"debounceMs": 0, "idleWarmMs": 0}
+        )
+    )
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_a_long_warm_up_after_open_is_shown_then_ended(warming: LanguageClient) -> None:
+    open_doc(warming, URI)
+    await eventually(lambda: ended(warming), timeout=5)
+    [(token, values)] = warm_reports(warming).items()
+    assert [v.kind for v in values] == ["begin", "end"]
+    assert values[0].title == "groundspec" and values[0].message == "Warming the cache"
+    assert values[-1].message == "Cache warm"
+    assert (await stats(warming))["server"]["warms"] == 1
+
+
+async def test_a_completion_interrupts_the_warm_up_and_ends_its_progress(
+    warming: LanguageClient,
+) -> None:
+    open_doc(warming, URI)
+    await eventually(lambda: bool(warm_reports(warming)), timeout=5)
+    assert (await inline(warming, URI, pos(2, 11))).items  # cancels the warm-up
+    await eventually(lambda: ended(warming), timeout=5)
+    [values] = warm_reports(warming).values()
+    assert values[-1].message == "Warm-up interrupted"
+
+
+async def test_a_quick_warm_up_is_not_shown(quick: LanguageClient) -> None:
+    open_doc(quick, URI)
+    await asyncio.sleep(1.0)  # the warm-up ran, and the threshold passed
+    assert (await stats(quick))["server"]["warms"] == 1
+    assert warm_reports(quick) == {}
+
+
+async def test_no_warm_progress_without_client_support(no_progress: LanguageClient) -> None:
+    open_doc(no_progress, URI)
+    await asyncio.sleep(1.5)  # the warm-up runs and ends meanwhile
+    assert (await stats(no_progress))["server"]["warms"] == 1
+    assert no_progress.progress_reports == {}
