@@ -151,6 +151,12 @@ class RemoteEngine:
         text = finish_completion(generation.text, context.multiline)
         return CompletionResult(text=text, stats=self._stats(generation, started))
 
+    def alternatives(
+        self, request: CompletionRequest, n: int, cancel: CancelToken | None = None
+    ) -> list[CompletionResult]:
+        """One completion: a remote server offers no cheap alternatives from one prompt."""
+        return [self.complete(request, cancel)]
+
     def refactor(
         self, request: RefactorRequest, cancel: CancelToken | None = None
     ) -> RefactorResult:

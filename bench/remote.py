@@ -1,4 +1,4 @@
-"""Local against remote, side by side in one run (`python -m speculator.bench_remote`).
+"""Local against remote, side by side in one run (`python -m bench.remote`).
 
 - keystroke replay: the regions of `groundspec bench --replay`, re-typed one
   character at a time, in-process against a llama-server on the same model;
@@ -25,14 +25,16 @@ from pathlib import Path
 
 import httpx
 
-from . import provision
-from .backends import load_remote
-from .backends.llama_server import LlamaServerEngine, find_llama_server
-from .bench import CORPUS, refactor_tasks, run_task
-from .bench_replay import REGIONS, keystrokes
-from .config import EngineConfig
-from .totals import percentile
-from .types import CompletionRequest, Engine, EngineError
+from speculator import provision
+from speculator.backends import load_remote
+from speculator.backends.llama_server import LlamaServerEngine, find_llama_server
+from speculator.config import EngineConfig
+from speculator.totals import percentile
+from speculator.types import CompletionRequest, Engine, EngineError
+
+from .replay import REGIONS, keystrokes
+from .run import run_task
+from .tasks import CORPUS, refactor_tasks
 
 EDITOR_REGIONS = [*REGIONS, ("bisect.py", 36, 4), ("colorsys.py", 80, 4)]
 
