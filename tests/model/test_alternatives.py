@@ -19,7 +19,7 @@ def test_alternatives_are_distinct_and_start_with_the_greedy_completion(
     )
     engine.complete(request)
     greedy = engine.complete(request)
-    requests_before = engine.totals()["requests"]
+    requests_before = int(str(engine.totals()["requests"]))
     results = engine.alternatives(request, 3)
     texts = [r.text for r in results]
     timings = [(r.stats.generated_tokens, r.stats.total_ms) for r in results]

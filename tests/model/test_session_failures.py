@@ -1,0 +1,59 @@
+"""A failed llama_decode or a full context never leaves the KV cache lying."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from speculator import session as session_module
+from speculator.engine import SpeculativeEngine
+from speculator.types import EngineError, RefactorRequest
+
+CODE = "def area(width, height):\n    return width * height\n\n" * 40
+
+
+def test_a_failed_evaluation_keeps_only_the_cells_still_true(
+    engine: SpeculativeEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = engine.session
+    tokens = engine.target.tokenize(CODE)
+    session.sync([tokens[:300]])
+    real_decode = session_module.llama_cpp.llama_decode
+    calls = {"n": 0}
+
+    def fail_first(ctx: object, batch: object) -> int:
+        calls["n"] += 1
+        return -1 if calls["n"] == 1 else int(real_decode(ctx, batch))
+
+    monkeypatch.setattr(session_module.llama_cpp, "llama_decode", fail_first)
+    with pytest.raises(EngineError):
+        session.sync([tokens[:200] + tokens[:500]])  # cells 200.. were trimmed, then it failed
+    monkeypatch.setattr(session_module.llama_cpp, "llama_decode", real_decode)
+    assert session.cells == tokens[:200]  # the common prefix, nothing of the failed sync
+    _, after_failure = session.sync([tokens[:600]])
+    session.trim(0)
+    _, fresh = session.sync([tokens[:600]])
+    assert np.array_equal(after_failure, fresh)
+
+
+def test_a_full_context_keeps_the_generated_text() -> None:
+    from speculator.config import EngineConfig
+
+    small = SpeculativeEngine.load(EngineConfig(n_ctx=640, use_draft=False))
+    try:
+        selection = CODE[:1200]
+        result = small.refactor(
+            RefactorRequest(
+                text=selection,
+                start=0,
+                end=len(selection),
+                instruction="Rename width to w and height to h.",
+                max_tokens=2000,
+                speculation="off",
+            )
+        )
+    finally:
+        small.close()
+    assert result.stats.generated_tokens > 0
+    assert result.new_text.strip()
+    assert result.stats.prompt_tokens + result.stats.generated_tokens >= 640 - 2
