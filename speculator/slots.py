@@ -11,6 +11,7 @@ not match or does not check out is ignored with a log line, never trusted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -150,7 +151,8 @@ class DiskSlots:
             os.replace(tmp, path)
         except OSError as exc:
             log.warning("could not save a KV slot to %s: %s", path, exc)
-            tmp.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
             return False
         slot.on_disk = True
         self._trim()

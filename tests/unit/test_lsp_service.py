@@ -76,3 +76,14 @@ def test_peak_rss_is_the_servers_own_not_the_launchers() -> None:
     out = subprocess.run([sys.executable, "-c", parent], capture_output=True, text=True, check=True)
     assert float(out.stdout) < 200
     assert peak_rss_mb() > 0
+
+
+async def test_shutdown_saves_the_engines_kv_slots() -> None:
+    """Issue 12: slots are written at shutdown, after the worker has stopped."""
+    options = ServerOptions(engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=0)
+    svc = CompletionService(StartupConfig(options=options))
+    svc.start()
+    await svc.complete({"text": "x", "position": {"line": 0, "character": 1}})
+    engine = svc.host.engine
+    svc.shutdown()
+    assert engine is not None and engine.persisted == 1  # type: ignore[attr-defined]
