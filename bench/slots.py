@@ -40,8 +40,15 @@ def _request(name: str, text: str, cursor: int) -> CompletionRequest:
     )
 
 
-def run(model: str, kv_dir: Path, max_chars: int | None = None) -> list[str]:
-    config = EngineConfig(target_model=model, use_draft=False, kv_dir=str(kv_dir))
+def run(
+    model: str | None,
+    kv_dir: Path,
+    max_chars: int | None = None,
+    rounds: int = ROUNDS,
+    keys_per_visit: int = KEYS_PER_VISIT,
+) -> list[str]:
+    """`model` None: the default target and draft pair."""
+    config = EngineConfig(target_model=model, use_draft=model is None, kv_dir=str(kv_dir))
     engine = SpeculativeEngine.load(config)
     docs = {name: keystrokes(CORPUS / name, line, 1) for name, line in FILES}
     if max_chars:  # a quick check of the script itself: short prompts
@@ -50,19 +57,29 @@ def run(model: str, kv_dir: Path, max_chars: int | None = None) -> list[str]:
         }
     typed = dict.fromkeys(docs, 0)
     rows: list[tuple[int, str, int, int, float]] = []  # round, file, prompt, evaluated, ms
+    draft_lag: list[int] = []  # prompt tokens the draft cache misses after a switch
     ram_peak = 0
     after_refactor = -1
-    for rnd in range(ROUNDS):
+    for rnd in range(rounds):
         for name, (base, at, region) in docs.items():
-            for _ in range(KEYS_PER_VISIT):
+            if rnd == 0:  # didOpen: the server warms the whole prompt
+                engine.warm(_request(name, base[:at] + base[at:], at))
+            for k in range(keys_per_visit):
                 typed[name] += 1
                 n = typed[name]
                 text = base[:at] + region[:n] + base[at:]
                 stats = engine.complete(_request(name, text, at + n)).stats
                 evaluated = stats.prompt_tokens - stats.reused_prompt_tokens
                 rows.append((rnd, name, stats.prompt_tokens, evaluated, stats.total_ms))
+                if engine.draft_session is not None and rnd > 0 and k == 0:
+                    segments = [list(tokens) for _pos, tokens in engine.session.segments]
+                    draft_lag.append(engine.draft_session.pending(segments, shift_reuse=True))
                 ram_peak = max(ram_peak, engine.ram_slots.nbytes)
-                if rnd == 1 and name == FILES[0][0] and n == KEYS_PER_VISIT + 2:
+                if (
+                    rnd == 1
+                    and name == FILES[0][0]
+                    and n == keys_per_visit + min(2, keys_per_visit)
+                ):
                     refactor = RefactorRequest(
                         text=text, start=at, end=at + n, instruction="Tidy this",
                         path=f"/corpus/{name}", max_tokens=8, speculation="off",
@@ -77,16 +94,19 @@ def run(model: str, kv_dir: Path, max_chars: int | None = None) -> list[str]:
     # Restart: a new engine, the same (last) file, one more keystroke.
     engine = SpeculativeEngine.load(config)
     name, (base, at, region) = list(docs.items())[-1]
-    n = typed[name] + 1
-    text = base[:at] + region[:n] + base[at:]
-    restart = engine.complete(_request(name, text, at + n)).stats
+    n = typed[name]
+    started = time.perf_counter()
+    warm_evaluated = engine.warm(_request(name, base[:at] + region[:n] + base[at:], at + n))
+    warm_ms = (time.perf_counter() - started) * 1000
+    text = base[:at] + region[: n + 1] + base[at:]
+    restart = engine.complete(_request(name, text, at + n + 1)).stats
     engine.close()
 
     later = [r for r in rows if r[0] >= 1]
     switches = [r[3] for i, r in enumerate(rows) if r[0] >= 1 and rows[i - 1][1] != r[1]]
     first = [r for r in rows if r[0] == 0]
     lines = [
-        f"model: {Path(model).name}; files: {', '.join(docs)}; "
+        f"model: {Path(model).name if model else 'default pair'}; files: {', '.join(docs)}; "
         f"prompt tokens {min(r[2] for r in rows)}-{max(r[2] for r in rows)}",
         f"first round (each file unseen): evaluated per completion median "
         f"{statistics.median(r[3] for r in first)}, max {max(r[3] for r in first)}",
@@ -99,7 +119,10 @@ def run(model: str, kv_dir: Path, max_chars: int | None = None) -> list[str]:
         f"restart: {written} slot files written in {persist_ms:.0f} ms ({disk_bytes / 1e6:.1f} MB "
         f"on disk); first completion after restart evaluated "
         f"{restart.prompt_tokens - restart.reused_prompt_tokens} of {restart.prompt_tokens} "
-        f"prompt tokens, {restart.total_ms:.0f} ms",
+        f"prompt tokens, {restart.total_ms:.0f} ms (prompt {restart.prompt_ms:.0f}, decode "
+        f"{restart.decode_ms:.0f}), after the reopen warm-up (evaluated {warm_evaluated}, "
+        f"{warm_ms:.0f} ms, the first decode after a load pages the weights in)",
+        f"draft cache behind the target at the first keystroke after a switch: {draft_lag}",
         f"RAM slots peak {ram_peak / 1e6:.1f} MB (bound {config.kv_ram_mb} MB); "
         f"disk {disk_bytes / 1e6:.1f} MB (bound {config.kv_disk_mb} MB)",
     ]
@@ -108,12 +131,16 @@ def run(model: str, kv_dir: Path, max_chars: int | None = None) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", default=str(provision.model_path(provision.DRAFT)))
+    parser.add_argument("--model", help="one model as target, no draft (default: the pair)")
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--keys", type=int, default=KEYS_PER_VISIT, help="keystrokes per visit")
+    parser.add_argument("--small", action="store_true", help="the draft model as target")
     parser.add_argument("--output", type=Path)
     parser.add_argument("--max-chars", type=int, help="cut the files around the cursor (smoke)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as kv_dir:
-        lines = run(args.model, Path(kv_dir), args.max_chars)
+        model = str(provision.model_path(provision.DRAFT)) if args.small else args.model
+        lines = run(model, Path(kv_dir), args.max_chars, args.rounds, args.keys)
     text = "\n".join(lines) + "\n"
     print(text, end="")
     if args.output:
