@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import msgspec
@@ -95,6 +96,7 @@ class SpeculativeEngine:
         self._live_key: SlotKey | None = None  # whose KV the sessions hold now
         self._live_written: tuple[SlotKey, int, int] | None = None
         self._persist_timer = SlotTimer(PERSIST_INTERVAL_S)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="groundspec-kv-writer")
 
     @classmethod
     def load(
@@ -114,6 +116,7 @@ class SpeculativeEngine:
         return cls(target, draft, config)
 
     def close(self) -> None:
+        self._writer.shutdown(wait=True)  # a slot being written is finished first
         for session in (self.session, self.draft_session):
             if session is not None:
                 session.close()
@@ -171,7 +174,7 @@ class SpeculativeEngine:
         if self.draft_session is not None:
             self.draft_session.sync(segments, shift_reuse=False, cancel=cancel)
         if not (cancel and cancel.cancelled) and self._persist_timer.due():
-            self.persist()
+            self._persist_soon()
         return sync.evaluated
 
     # -- per-document KV slots (speculator/slots.py) -------------------------------
@@ -223,18 +226,25 @@ class SpeculativeEngine:
     def persist(self) -> int:
         """Write the KV slots (the live one too) to disk; how many files were written.
 
-        Called on idle and at shutdown; a slot already on disk is not rewritten."""
+        Called at shutdown; a slot already on disk is not rewritten."""
+        return self._persist_soon().result()
+
+    def _persist_soon(self) -> Future[int]:
+        """Hand the slots to the writer thread: hashing and writing tens of MB
+        must not hold the engine thread (the states are copies already)."""
         disk = self.disk_slots
         if disk is None:
-            return 0
-        written = sum(disk.save(slot) for slot in self.ram_slots.values() if not slot.on_disk)
+            done: Future[int] = Future()
+            done.set_result(0)
+            return done
+        slots = [slot for slot in self.ram_slots.values() if not slot.on_disk]
         live = self._live_slot()
         if live is not None:
             mark = (live.key, len(live.target.cells), hash(tuple(live.target.cells)))
-            if mark != self._live_written and disk.save(live):
+            if mark != self._live_written:
                 self._live_written = mark
-                written += 1
-        return written
+                slots.append(live)
+        return self._writer.submit(lambda: sum(disk.save(slot) for slot in slots))
 
     def _keep_draft_in_step(
         self, segments: list[list[int]], speculation: Speculation, cancel: CancelToken | None
