@@ -3,7 +3,7 @@
 Read from (in order of precedence) CLI flags, environment variables
 (GROUNDSPEC_TARGET_MODEL, GROUNDSPEC_DRAFT_MODEL, GROUNDSPEC_N_GPU_LAYERS,
 GROUNDSPEC_THREADS, GROUNDSPEC_N_CTX, GROUNDSPEC_KV_RAM_MB, GROUNDSPEC_KV_DISK_MB,
-GROUNDSPEC_KV_DIR), the config file, then defaults.
+GROUNDSPEC_KV_DIR, GROUNDSPEC_QUICK_WINDOW_TOKENS), the config file, then defaults.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
     kv_ram_mb: int = 512
     kv_disk_mb: int = 2048
     kv_dir: str | None = None  # None: kv-slots in the groundspec cache folder
+    # Serve a completion from a short prompt window (~300 tokens) when the full
+    # prompt still has more than this many tokens to evaluate (an unseen file);
+    # the idle warm-up evaluates the full one. 0: off.
+    quick_window_tokens: int = 0
     fake: bool = False  # deterministic fake engine, for protocol tests
 
     def with_env(self) -> EngineConfig:
@@ -42,6 +46,7 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
             ("n_ctx", "GROUNDSPEC_N_CTX"),
             ("kv_ram_mb", "GROUNDSPEC_KV_RAM_MB"),
             ("kv_disk_mb", "GROUNDSPEC_KV_DISK_MB"),
+            ("quick_window_tokens", "GROUNDSPEC_QUICK_WINDOW_TOKENS"),
         ):
             if env.get(key, "").lstrip("-").isdigit():
                 updates[name] = int(env[key])

@@ -19,7 +19,14 @@ from .factory import ProgressCallback
 from .grounding import Grounding, similar_siblings
 from .models import Model, check_same_vocab, resolve_path
 from .postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
-from .prompt import PREFIX_BUDGET_CHARS, FimPrompt, build_fim, build_refactor
+from .prompt import (
+    PREFIX_BUDGET_CHARS,
+    QUICK_PREFIX_CHARS,
+    QUICK_SUFFIX_CHARS,
+    FimPrompt,
+    build_fim,
+    build_refactor,
+)
 from .session import Logits, Session, SyncResult
 from .slots import (
     DiskSlots,
@@ -145,6 +152,12 @@ class SpeculativeEngine:
         fim = self._fim_prompt(request, grounding)
         segments = self._tokenize_segments(fim)
         self._enter_slot(("completion", request.path or ""), segments)
+        if 0 < self.config.quick_window_tokens < self.session.pending(segments, self.shift_reuse):
+            # The full prompt is far from ready (an unseen file): answer from a
+            # short window now; the idle warm-up evaluates the full one.
+            fim = _quick_fim_prompt(request, grounding)
+            segments = self._tokenize_segments(fim)
+            self._enter_slot(("quick", request.path or ""), segments)
         sync, logits = self.session.sync(segments, shift_reuse=self.shift_reuse, cancel=cancel)
         self._keep_draft_in_step(segments, request.speculation, cancel)
         multiline = (
@@ -438,6 +451,19 @@ class SpeculativeEngine:
         self._totals.record(stats, outcome.per_drafter)
         log.info("request done: %s", msgspec.json.encode(stats).decode())
         return stats
+
+
+def _quick_fim_prompt(request: CompletionRequest, grounding: Grounding) -> FimPrompt:
+    """The prompt around the cursor alone: no other files, a short window."""
+    return build_fim(
+        request.text,
+        request.cursor,
+        grounding,
+        [],
+        request.path,
+        prefix_budget=QUICK_PREFIX_CHARS,
+        suffix_budget=QUICK_SUFFIX_CHARS,
+    )
 
 
 def _state(session: Session) -> SessionState:

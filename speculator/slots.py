@@ -26,7 +26,7 @@ from . import provision
 
 log = logging.getLogger(__name__)
 
-SlotKey = tuple[str, str]  # (kind: "completion" | "refactor", document path)
+SlotKey = tuple[str, str]  # (kind: "completion" | "refactor" | "quick", document path)
 Segments = list[tuple[int, tuple[int, ...]]]  # Session.segments: (position, tokens)
 
 MAGIC = b"GSKVSLT1"
@@ -55,8 +55,8 @@ class Slot(msgspec.Struct):
 
 
 class RamSlots:
-    """An LRU of slots bounded in bytes. Refactor slots go first: a refactor
-    must never push out a document's completion state."""
+    """An LRU of slots bounded in bytes. Refactor (and quick-window) slots go
+    first: they must never push out a document's completion state."""
 
     def __init__(self, limit_bytes: int) -> None:
         self.limit_bytes = limit_bytes
@@ -73,7 +73,7 @@ class RamSlots:
         self._slots[slot.key] = slot
         total = self.nbytes
         while total > self.limit_bytes:
-            victim = next((k for k in self._slots if k[0] == "refactor"), None)
+            victim = next((k for k in self._slots if k[0] != "completion"), None)
             victim = victim or next(iter(self._slots))
             total -= self._slots.pop(victim).nbytes
 
