@@ -94,3 +94,24 @@ def test_a_refactor_between_keystrokes_keeps_the_completion_kv(tmp_path: Path) -
         assert evaluated <= 16
     finally:
         engine.close()
+
+
+def test_the_quick_window_answers_first_then_the_full_prompt_takes_over(tmp_path: Path) -> None:
+    small = str(provision.model_path(provision.DRAFT))
+    config = EngineConfig(
+        target_model=small, use_draft=False, kv_dir=str(tmp_path), quick_window_tokens=100
+    )
+    engine = SpeculativeEngine.load(config)
+    text = Path(graphlib.__file__).read_text()[:3500]
+    try:
+        request = CompletionRequest(
+            text=text, cursor=3000, path=PATH, max_tokens=4, speculation="off"
+        )
+        quick = engine.complete(request).stats
+        assert quick.prompt_tokens < 320  # the short window
+        engine.warm(request)  # what the idle warm-up does
+        full = engine.complete(request).stats
+        assert full.prompt_tokens > 600
+        assert full.prompt_tokens - full.reused_prompt_tokens <= 16
+    finally:
+        engine.close()

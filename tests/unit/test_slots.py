@@ -118,3 +118,15 @@ def test_the_model_fingerprint_changes_with_the_file(tmp_path: Path) -> None:
         f.write(b"changed")
     os.utime(model, ns=(os.stat(model).st_atime_ns, os.stat(model).st_mtime_ns))
     assert model_fingerprint(model) != first
+
+
+def test_the_kv_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from speculator.config import EngineConfig
+
+    monkeypatch.setenv("GROUNDSPEC_KV_RAM_MB", "64")
+    monkeypatch.setenv("GROUNDSPEC_KV_DISK_MB", "0")
+    monkeypatch.setenv("GROUNDSPEC_KV_DIR", "/tmp/slots")
+    monkeypatch.setenv("GROUNDSPEC_QUICK_WINDOW_TOKENS", "400")
+    config = EngineConfig().with_env()
+    assert (config.kv_ram_mb, config.kv_disk_mb, config.kv_dir) == (64, 0, "/tmp/slots")
+    assert config.quick_window_tokens == 400
