@@ -34,6 +34,7 @@ FORMAT_VERSION = 1
 _HEADER_LEN = struct.Struct("<I")
 _MAX_HEADER_BYTES = 4 << 20
 _FINGERPRINT_SAMPLE = 1 << 20
+STALE_TMP_S = 600.0  # a temporary file this old is from a process that died writing it
 
 
 class SessionState(msgspec.Struct):
@@ -236,8 +237,13 @@ class DiskSlots:
         return None
 
     def _trim(self) -> None:
-        """Delete the least recently used files until the folder fits its bound."""
+        """Delete the least recently used files until the folder fits its bound,
+        and temporary files that a killed process left behind."""
+        now = time.time()
         try:
+            for tmp in self.folder.glob("*.tmp*"):
+                if now - tmp.stat().st_mtime > STALE_TMP_S:
+                    tmp.unlink(missing_ok=True)
             files = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.glob("*.kv")]
         except OSError:
             return
@@ -250,9 +256,10 @@ class DiskSlots:
 
     @property
     def nbytes(self) -> int:
-        return (
-            sum(p.stat().st_size for p in self.folder.glob("*.kv")) if self.folder.is_dir() else 0
-        )
+        try:
+            return sum(p.stat().st_size for p in self.folder.glob("*.kv"))
+        except OSError:
+            return 0
 
 
 def _segments(cells: list[int], spans: list[tuple[int, int]]) -> Segments:

@@ -130,3 +130,12 @@ def test_the_kv_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPat
     config = EngineConfig().with_env()
     assert (config.kv_ram_mb, config.kv_disk_mb, config.kv_dir) == (64, 0, "/tmp/slots")
     assert config.quick_window_tokens == 400
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_removed(disk: DiskSlots) -> None:
+    disk.folder.mkdir(parents=True)
+    left = disk.folder / "abc.tmp123"
+    left.write_bytes(b"half a slot")
+    os.utime(left, (0, 0))
+    assert disk.save(_slot("completion", "a.py", 10))
+    assert not left.exists()
