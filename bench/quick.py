@@ -13,6 +13,7 @@ from pathlib import Path
 
 import msgspec
 
+from speculator import engine as engine_module
 from speculator import provision
 from speculator.config import EngineConfig
 from speculator.engine import SpeculativeEngine
@@ -63,9 +64,17 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--small", action="store_true", help="the draft model as target")
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--prefix-chars", type=int, help="the quick window before the cursor")
+    parser.add_argument("--suffix-chars", type=int, help="the quick window after the cursor")
     args = parser.parse_args()
     model = str(provision.model_path(provision.DRAFT)) if args.small else None
-    out = [f"model: {Path(model).name if model else 'default target'}; {time.ctime()}"]
+    if args.prefix_chars:  # try another quick window size
+        engine_module.QUICK_PREFIX_CHARS = args.prefix_chars
+    if args.suffix_chars:
+        engine_module.QUICK_SUFFIX_CHARS = args.suffix_chars
+    window = f"{engine_module.QUICK_PREFIX_CHARS}/{engine_module.QUICK_SUFFIX_CHARS} characters"
+    name = Path(model).name if model else "default target"
+    out = [f"model: {name}; quick window {window}; {time.ctime()}"]
     try:
         run(model, args.tasks, out)
     finally:
