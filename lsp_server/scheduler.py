@@ -96,6 +96,11 @@ class Worker:
             self._queue.clear()
             self._cond.notify()
 
+    def join(self, timeout_s: float) -> bool:
+        """After stop(): wait for the thread to end; False if it is still busy."""
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
     def _next(self) -> _Job | None:
         with self._cond:
             while not self._stopped and not self._queue and self._background is None:
@@ -157,7 +162,9 @@ class EngineHost:
     @property
     def engine(self) -> Engine | None:
         future = self._future
-        if future is None or not future.done() or future.exception() is not None:
+        if future is None or not future.done() or future.cancelled():
+            return None  # cancelled: stopped before it loaded
+        if future.exception() is not None:
             return None
         return future.result()
 

@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# A cancelled job stops within one prompt batch or decode round (about a second).
+SHUTDOWN_PERSIST_WAIT_S = 5.0
+
 ProgressCallback = Callable[[str, int], None]
 ReadyCallback = Callable[[str | None], None]  # None when loaded, else the error
 
@@ -148,8 +151,15 @@ class CompletionService:
             self.worker.submit(lambda: engine.set_context_provider(provider))
 
     def shutdown(self) -> None:
-        """Stop the engine work (the decode in progress too) and the index."""
+        """Stop the engine work (the decode in progress too) and the index, then
+        save the engine's KV slots for the next start."""
         self.worker.stop()
+        engine = self.host.engine
+        if engine is not None and self.worker.join(SHUTDOWN_PERSIST_WAIT_S):
+            try:  # the worker has ended: this thread may call the engine now
+                engine.persist()
+            except Exception as exc:  # a cache that is not saved must not stop the exit
+                log.warning("could not save the KV slots: %s", exc)
         if self.workspace_index is not None:
             self.workspace_index.stop()
             self.workspace_index = None

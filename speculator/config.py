@@ -3,8 +3,9 @@
 Read from (in order of precedence) CLI flags, environment variables
 (GROUNDSPEC_BACKEND, GROUNDSPEC_BACKEND_URL, GROUNDSPEC_TARGET_MODEL,
 GROUNDSPEC_DRAFT_MODEL, GROUNDSPEC_N_GPU_LAYERS, GROUNDSPEC_THREADS,
-GROUNDSPEC_N_CTX), the config file, then defaults. The remote backends'
-API key is read from GROUNDSPEC_API_KEY only, never from a file.
+GROUNDSPEC_N_CTX, GROUNDSPEC_KV_RAM_MB, GROUNDSPEC_KV_DISK_MB, GROUNDSPEC_KV_DIR,
+GROUNDSPEC_QUICK_WINDOW_TOKENS), the config file, then defaults. The remote
+backends' API key is read from GROUNDSPEC_API_KEY only, never from a file.
 """
 
 from __future__ import annotations
@@ -28,6 +29,14 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
     n_gpu_layers: int | None = None  # None: all layers when the build supports offload
     threads: int | None = None  # None: the number of CPU cores
     n_ctx: int = 4096
+    # Per-document KV slots (docs/kv-reuse.md): RAM and disk bounds; 0 turns each off.
+    kv_ram_mb: int = 512
+    kv_disk_mb: int = 2048
+    kv_dir: str | None = None  # None: kv-slots in the groundspec cache folder
+    # Serve a completion from a short prompt window (~300 tokens) when the full
+    # prompt still has more than this many tokens to evaluate (an unseen file);
+    # the idle warm-up evaluates the full one. 0: off.
+    quick_window_tokens: int = 0
     fake: bool = False  # deterministic fake engine, for protocol tests
 
     def with_env(self) -> EngineConfig:
@@ -42,10 +51,15 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
             updates["target_model"] = env["GROUNDSPEC_TARGET_MODEL"]
         if env.get("GROUNDSPEC_DRAFT_MODEL"):
             updates["draft_model"] = env["GROUNDSPEC_DRAFT_MODEL"]
+        if env.get("GROUNDSPEC_KV_DIR"):
+            updates["kv_dir"] = env["GROUNDSPEC_KV_DIR"]
         for name, key in (
             ("n_gpu_layers", "GROUNDSPEC_N_GPU_LAYERS"),
             ("threads", "GROUNDSPEC_THREADS"),
             ("n_ctx", "GROUNDSPEC_N_CTX"),
+            ("kv_ram_mb", "GROUNDSPEC_KV_RAM_MB"),
+            ("kv_disk_mb", "GROUNDSPEC_KV_DISK_MB"),
+            ("quick_window_tokens", "GROUNDSPEC_QUICK_WINDOW_TOKENS"),
         ):
             if env.get(key, "").lstrip("-").isdigit():
                 updates[name] = int(env[key])

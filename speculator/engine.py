@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -14,13 +16,30 @@ from . import provision
 from .config import EngineConfig
 from .controller import DRAFT_TOKEN_RATIO, REFACTOR_PRIORS, Controller
 from .decode import DecodeOutcome, Decoder, SamplingParams, StopRule, refactor_budget
-from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
+from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter, common_prefix
 from .factory import ProgressCallback
 from .grounding import Grounding, similar_siblings
 from .models import Model, check_same_vocab, resolve_path
 from .postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
-from .prompt import PREFIX_BUDGET_CHARS, FimPrompt, build_fim, build_refactor
+from .prompt import (
+    PREFIX_BUDGET_CHARS,
+    QUICK_PREFIX_CHARS,
+    QUICK_SUFFIX_CHARS,
+    FimPrompt,
+    build_fim,
+    build_refactor,
+)
 from .session import Logits, Session, SyncResult
+from .slots import (
+    DiskSlots,
+    RamSlots,
+    SessionState,
+    Slot,
+    SlotKey,
+    SlotTimer,
+    default_folder,
+    model_fingerprint,
+)
 from .syntax import MAX_DOCUMENT_CHARS
 from .totals import Totals
 from .types import (
@@ -41,6 +60,9 @@ log = logging.getLogger(__name__)
 # `auto` never lets the draft model catch up on more prompt tokens than this
 # inside a request: its KV is kept in step by warm-ups and keystroke syncs.
 MAX_DRAFT_CATCH_UP = 16
+
+# An idle warm-up writes the KV slots to disk at most this often.
+PERSIST_INTERVAL_S = 30.0
 
 
 class SpeculativeEngine:
@@ -66,6 +88,24 @@ class SpeculativeEngine:
         self.last_trace: tuple[list[int], list[int]] = ([], [])
         # Prompt tokens the draft model evaluated inside the last decode (bench: <= 16).
         self.last_draft_catch_up = 0
+        self._init_slots(config)
+
+    def _init_slots(self, config: EngineConfig) -> None:
+        """Per-document KV slots: RAM LRU, plus files that survive a restart."""
+        self.ram_slots = RamSlots(max(0, config.kv_ram_mb) << 20)
+        self.disk_slots: DiskSlots | None = None
+        if config.kv_disk_mb > 0:
+            folder = Path(os.path.expanduser(config.kv_dir)) if config.kv_dir else default_folder()
+            try:
+                draft = model_fingerprint(self.draft.path) if self.draft else None
+                target = model_fingerprint(self.target.path)
+                self.disk_slots = DiskSlots(folder, target, draft, config.kv_disk_mb << 20)
+            except OSError as exc:
+                log.warning("KV slots are not kept across restarts: %s", exc)
+        self._live_key: SlotKey | None = None  # whose KV the sessions hold now
+        self._live_written: tuple[SlotKey, int, int] | None = None
+        self._persist_timer = SlotTimer(PERSIST_INTERVAL_S)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="groundspec-kv-writer")
 
     @classmethod
     def load(
@@ -85,6 +125,7 @@ class SpeculativeEngine:
         return cls(target, draft, config)
 
     def close(self) -> None:
+        self._writer.shutdown(wait=True)  # a slot being written is finished first
         for session in (self.session, self.draft_session):
             if session is not None:
                 session.close()
@@ -151,6 +192,13 @@ class SpeculativeEngine:
         grounding = _grounding(request)
         fim = self._fim_prompt(request, grounding)
         segments = self._tokenize_segments(fim)
+        self._enter_slot(("completion", request.path or ""), segments)
+        if 0 < self.config.quick_window_tokens < self.session.pending(segments, self.shift_reuse):
+            # The full prompt is far from ready (an unseen file): answer from a
+            # short window now; the idle warm-up evaluates the full one.
+            fim = _quick_fim_prompt(request, grounding)
+            segments = self._tokenize_segments(fim)
+            self._enter_slot(("quick", request.path or ""), segments)
         sync, logits = self.session.sync(segments, shift_reuse=self.shift_reuse, cancel=cancel)
         self._keep_draft_in_step(segments, request.speculation, cancel)
         multiline = (
@@ -192,10 +240,82 @@ class SpeculativeEngine:
         _check_text(request.text)
         fim = self._fim_prompt(request, _grounding(request))
         segments = self._tokenize_segments(fim)
+        self._enter_slot(("completion", request.path or ""), segments)
         sync, _ = self.session.sync(segments, shift_reuse=False, cancel=cancel)
         if self.draft_session is not None:
             self.draft_session.sync(segments, shift_reuse=False, cancel=cancel)
+        if not (cancel and cancel.cancelled) and self._persist_timer.due():
+            self._persist_soon()
         return sync.evaluated
+
+    # -- per-document KV slots (speculator/slots.py) -------------------------------
+
+    def _enter_slot(self, key: SlotKey, segments: list[list[int]]) -> None:
+        """Make the sessions hold `key`'s KV: save the live state under its key,
+        and restore `key`'s saved state when it beats what the cache holds."""
+        if key == self._live_key:
+            return
+        self._stash_live()
+        self._live_key = key
+        slot = self.ram_slots.pop(key)
+        if slot is None and self.disk_slots is not None:
+            slot = self.disk_slots.load(key)
+        prompt = [t for seg in segments for t in seg]
+        if slot is None or common_prefix(slot.target.cells, prompt) <= common_prefix(
+            self.session.cells, prompt
+        ):
+            return
+        if not self.session.restore_state(
+            slot.target.data, slot.target.cells, slot.target.segments
+        ):
+            log.warning("the saved KV of %s did not restore: evaluating afresh", key[1] or "?")
+            return
+        if self.draft_session is not None and slot.draft is not None:
+            draft = slot.draft
+            self.draft_session.restore_state(draft.data, draft.cells, draft.segments)
+        log.info(
+            "restored the %s KV of %s (%d tokens)", key[0], key[1] or "?", len(slot.target.cells)
+        )
+
+    def _live_slot(self) -> Slot | None:
+        key = self._live_key
+        if key is None or not self.session.cells:
+            return None
+        draft = self.draft_session
+        window = self._window_starts.get(key[1]) if key[0] == "completion" else None
+        return Slot(
+            key,
+            _state(self.session),
+            _state(draft) if draft is not None and draft.cells else None,
+            window,
+        )
+
+    def _stash_live(self) -> None:
+        if self.ram_slots.limit_bytes and (slot := self._live_slot()) is not None:
+            self.ram_slots.put(slot)
+
+    def persist(self) -> int:
+        """Write the KV slots (the live one too) to disk; how many files were written.
+
+        Called at shutdown; a slot already on disk is not rewritten."""
+        return self._persist_soon().result()
+
+    def _persist_soon(self) -> Future[int]:
+        """Hand the slots to the writer thread: hashing and writing tens of MB
+        must not hold the engine thread (the states are copies already)."""
+        disk = self.disk_slots
+        if disk is None:
+            done: Future[int] = Future()
+            done.set_result(0)
+            return done
+        slots = [slot for slot in self.ram_slots.values() if not slot.on_disk]
+        live = self._live_slot()
+        if live is not None:
+            mark = (live.key, len(live.target.cells), hash(tuple(live.target.cells)))
+            if mark != self._live_written:
+                self._live_written = mark
+                slots.append(live)
+        return self._writer.submit(lambda: sum(disk.save(slot) for slot in slots))
 
     def _keep_draft_in_step(
         self, segments: list[list[int]], speculation: Speculation, cancel: CancelToken | None
@@ -216,6 +336,11 @@ class SpeculativeEngine:
             query = request.text[max(0, request.cursor - 1500) : request.cursor]
             snippets = self._provider.related(request.path, query, 3)
         key = request.path or ""
+        if key not in self._window_starts and self.disk_slots is not None:
+            # After a restart: the saved slot's window, so its KV prefix matches.
+            start = self.disk_slots.window_start(("completion", key))
+            if start is not None:
+                self._window_starts[key] = start
         fim = build_fim(
             request.text,
             request.cursor,
@@ -270,6 +395,8 @@ class SpeculativeEngine:
         selection = request.text[request.start : request.end]
         prompt, fence = build_refactor(selection, request.instruction, request.language_id)
         tokens = self.target.tokenize(prompt, special=True)
+        # Its own slot: a refactor never evicts the document's completion KV.
+        self._enter_slot(("refactor", request.path or ""), [tokens])
         sync, logits = self.session.sync([tokens], cancel=cancel)
 
         def stop(text: str) -> int | None:
@@ -410,6 +537,23 @@ class _PreparedCompletion:
 def _shape(text: str) -> str:
     """A completion's text up to whitespace: alternatives must differ in more."""
     return " ".join(text.split())
+
+
+def _quick_fim_prompt(request: CompletionRequest, grounding: Grounding) -> FimPrompt:
+    """The prompt around the cursor alone: no other files, a short window."""
+    return build_fim(
+        request.text,
+        request.cursor,
+        grounding,
+        [],
+        request.path,
+        prefix_budget=QUICK_PREFIX_CHARS,
+        suffix_budget=QUICK_SUFFIX_CHARS,
+    )
+
+
+def _state(session: Session) -> SessionState:
+    return SessionState(session.save_state(), list(session.cells), list(session.segments))
 
 
 def _grounding(request: CompletionRequest) -> Grounding:

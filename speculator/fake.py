@@ -39,6 +39,7 @@ class FakeEngine:
         self.warmed: list[int] = []  # cursor offsets of finished warm() calls, for tests
         self.warm_ms = 0.0  # how long a warm-up takes (tests of its cancellation)
         self.cancelled_warms = 0
+        self.persisted = 0  # persist() calls, for tests of the shutdown path
         self._totals = Totals()
 
     def set_context_provider(self, provider: ContextProvider | None) -> None:
@@ -94,6 +95,10 @@ class FakeEngine:
 
     def totals(self) -> dict[str, object]:
         return self._totals.snapshot()
+
+    def persist(self) -> int:
+        self.persisted += 1
+        return 0
 
     def _decode(self, text: str, cancel: CancelToken | None) -> str:
         for _ in text:

@@ -20,6 +20,10 @@ FILE_SEP = "<|file_sep|>"
 
 PREFIX_BUDGET_CHARS = 4000  # ~1,100 tokens
 SUFFIX_BUDGET_CHARS = 1200  # ~350 tokens
+# The quick window (EngineConfig.quick_window_tokens): a first suggestion on an
+# unseen file from ~300 tokens while the full prompt warms in the background.
+QUICK_PREFIX_CHARS = 800
+QUICK_SUFFIX_CHARS = 200
 SNIPPET_BUDGET_CHARS = 3000  # ~850 tokens: room for two or three 32-line chunks
 
 
@@ -68,13 +72,15 @@ def build_fim(
     snippets: list[Snippet],
     path: str | None,
     window_start: int | None = None,
+    prefix_budget: int = PREFIX_BUDGET_CHARS,
+    suffix_budget: int = SUFFIX_BUDGET_CHARS,
 ) -> FimPrompt:
     start = (
         window_start
         if window_start is not None
-        else prefix_window_start(text, cursor, grounding, PREFIX_BUDGET_CHARS)
+        else prefix_window_start(text, cursor, grounding, prefix_budget)
     )
-    end = suffix_window_end(text, cursor, SUFFIX_BUDGET_CHARS)
+    end = suffix_window_end(text, cursor, suffix_budget)
     prefix, suffix = text[start:cursor], text[cursor:end]
     line_end = suffix.find("\n")
     rest_of_line, following = (

@@ -254,6 +254,37 @@ class Session:
             self._rm(0, n, -1)
             del self.cells[n:]
 
+    # -- saved state (per-document slots, speculator/slots.py) -----------------
+
+    def save_state(self) -> bytes:
+        """Sequence 0's KV in llama.cpp's own format (a copy, a few ms for 50 MB)."""
+        size = llama_cpp.llama_state_seq_get_size(self.ctx, 0)
+        buf = (ctypes.c_uint8 * size)()
+        written = llama_cpp.llama_state_seq_get_data(self.ctx, buf, size, 0)
+        return ctypes.string_at(buf, written)
+
+    def restore_state(
+        self, data: bytes, cells: Sequence[int], segments: Sequence[tuple[int, tuple[int, ...]]]
+    ) -> bool:
+        """Replace the cache with a saved state; False (and an empty cache) if
+        llama.cpp refuses it or it does not hold exactly `cells`."""
+        llama_cpp.llama_memory_clear(self.memory, True)
+        self.cells, self.segments = [], []
+        if not data or len(cells) >= self.n_ctx:
+            return False
+        buf = (ctypes.c_uint8 * len(data)).from_buffer_copy(data)
+        read = llama_cpp.llama_state_seq_set_data(self.ctx, buf, len(data), 0)
+        if (
+            read != len(data)
+            or llama_cpp.llama_memory_seq_pos_max(self.memory, 0) != len(cells) - 1
+        ):
+            log.warning("a saved KV state did not restore (%d of %d bytes read)", read, len(data))
+            llama_cpp.llama_memory_clear(self.memory, True)
+            return False
+        self.cells = list(cells)
+        self.segments = list(segments)
+        return True
+
     # -- low level ------------------------------------------------------------
 
     def _fill(self, tokens: list[int], positions: list[int], want_logits: list[bool]) -> None:

@@ -151,6 +151,10 @@ class RemoteEngine:
         text = finish_completion(generation.text, context.multiline)
         return CompletionResult(text=text, stats=self._stats(generation, started))
 
+    def persist(self) -> int:
+        """Nothing to write: the server keeps its own slots."""
+        return 0
+
     def alternatives(
         self, request: CompletionRequest, n: int, cancel: CancelToken | None = None
     ) -> list[CompletionResult]:

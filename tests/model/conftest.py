@@ -18,6 +18,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def engine() -> Iterator[SpeculativeEngine]:
-    eng = SpeculativeEngine.load(EngineConfig())
+    eng = SpeculativeEngine.load(EngineConfig(kv_disk_mb=0))  # no slot files from tests
     yield eng
     eng.close()

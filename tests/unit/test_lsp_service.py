@@ -96,3 +96,14 @@ def test_load_fix_names_where_a_missing_custom_path_was_set(
     present.write_bytes(b"GGUF")
     # A path that exists but fails to load (corrupt): the default models are the way out.
     assert load_fix(EngineConfig(target_model=str(present), use_draft=False)) == FETCH_FIX
+
+
+async def test_shutdown_saves_the_engines_kv_slots() -> None:
+    """Issue 12: slots are written at shutdown, after the worker has stopped."""
+    options = ServerOptions(engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=0)
+    svc = CompletionService(StartupConfig(options=options))
+    svc.start()
+    await svc.complete({"text": "x", "position": {"line": 0, "character": 1}})
+    engine = svc.host.engine
+    svc.shutdown()
+    assert engine is not None and engine.persisted == 1  # type: ignore[attr-defined]

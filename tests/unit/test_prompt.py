@@ -40,3 +40,21 @@ def test_a_large_snippet_is_cut_to_the_budget_not_dropped() -> None:
     header = fim.segments[0][1]
     assert "big.py" in header and "line_0 = 0" in header
     assert len(header) < SNIPPET_BUDGET_CHARS + 100  # the path and separators
+
+
+def test_the_quick_window_is_a_short_prompt_around_the_cursor() -> None:
+    """Issue 12: the first suggestion on an unseen file comes from ~300 tokens."""
+    from speculator.grounding import Grounding
+    from speculator.prompt import QUICK_PREFIX_CHARS, QUICK_SUFFIX_CHARS, build_fim
+
+    text = "".join(f"line_{i} = {i}\n" for i in range(2000))
+    cursor = len(text) // 2
+    grounding = Grounding(text, "python", None)
+    full = build_fim(text, cursor, grounding, [], "a.py")
+    quick = build_fim(
+        text, cursor, grounding, [], "a.py",
+        prefix_budget=QUICK_PREFIX_CHARS, suffix_budget=QUICK_SUFFIX_CHARS,
+    )  # fmt: skip
+    assert len(quick.prefix) <= QUICK_PREFIX_CHARS < len(full.prefix)
+    assert len(quick.suffix) <= QUICK_SUFFIX_CHARS < len(full.suffix)
+    assert full.prefix.endswith(quick.prefix) and full.suffix.startswith(quick.suffix)

@@ -1,0 +1,303 @@
+"""Per-document KV slots: saved session states in a RAM LRU and on disk.
+
+The engine keeps one live llama.cpp sequence per model (more live sequences
+slow every token: docs/kv-reuse.md). When a request for another document (or
+another kind of request) comes, the live state is saved here, and the saved
+state of that document is restored if it shares a longer prefix with the new
+prompt than the live cells do. Saved slots survive restarts as files in the
+user's cache folder, keyed by the model files' fingerprints; a file that does
+not match or does not check out is ignored with a log line, never trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import os
+import struct
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+import msgspec
+
+from . import provision
+
+log = logging.getLogger(__name__)
+
+SlotKey = tuple[str, str]  # (kind: "completion" | "refactor" | "quick", document path)
+Segments = list[tuple[int, tuple[int, ...]]]  # Session.segments: (position, tokens)
+
+MAGIC = b"GSKVSLT1"
+FORMAT_VERSION = 1
+_HEADER_LEN = struct.Struct("<I")
+_MAX_HEADER_BYTES = 4 << 20
+_FINGERPRINT_SAMPLE = 1 << 20
+STALE_TMP_S = 600.0  # a temporary file this old is from a process that died writing it
+
+
+class SessionState(msgspec.Struct):
+    data: bytes  # llama.cpp's sequence state
+    cells: list[int]
+    segments: Segments
+
+
+class Slot(msgspec.Struct):
+    key: SlotKey
+    target: SessionState
+    draft: SessionState | None = None
+    window_start: int | None = None  # the prompt window's start (engine hysteresis)
+    on_disk: bool = False
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.target.data) + (len(self.draft.data) if self.draft else 0)
+
+
+class RamSlots:
+    """An LRU of slots bounded in bytes. Refactor (and quick-window) slots go
+    first: they must never push out a document's completion state."""
+
+    def __init__(self, limit_bytes: int) -> None:
+        self.limit_bytes = limit_bytes
+        self._slots: OrderedDict[SlotKey, Slot] = OrderedDict()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(slot.nbytes for slot in self._slots.values())
+
+    def put(self, slot: Slot) -> None:
+        self._slots.pop(slot.key, None)
+        if slot.nbytes > self.limit_bytes:
+            return
+        self._slots[slot.key] = slot
+        total = self.nbytes
+        while total > self.limit_bytes:
+            victim = next((k for k in self._slots if k[0] != "completion"), None)
+            victim = victim or next(iter(self._slots))
+            total -= self._slots.pop(victim).nbytes
+
+    def get(self, key: SlotKey) -> Slot | None:
+        return self._slots.get(key)
+
+    def pop(self, key: SlotKey) -> Slot | None:
+        return self._slots.pop(key, None)
+
+    def values(self) -> list[Slot]:
+        return list(self._slots.values())
+
+
+class _Header(msgspec.Struct):
+    version: int
+    kind: str
+    path: str
+    target_model: str
+    draft_model: str | None
+    target_cells: list[int]
+    target_segments: list[tuple[int, int]]  # (position, length) into the cells
+    target_bytes: int
+    draft_cells: list[int]
+    draft_segments: list[tuple[int, int]]
+    draft_bytes: int
+    window_start: int | None
+    sha256: str  # of the payload (target state, then draft state)
+
+
+class DiskSlots:
+    """Slot files in one folder, bounded in bytes (least recently used go first)."""
+
+    def __init__(
+        self, folder: Path, target_model: str, draft_model: str | None, limit_bytes: int
+    ) -> None:
+        self.folder = folder
+        self.target_model = target_model
+        self.draft_model = draft_model
+        self.limit_bytes = limit_bytes
+
+    def file_for(self, key: SlotKey) -> Path:
+        name = "\0".join((key[0], key[1], self.target_model, self.draft_model or ""))
+        return self.folder / (hashlib.sha256(name.encode()).hexdigest()[:40] + ".kv")
+
+    def save(self, slot: Slot) -> bool:
+        """Write the slot (mode 0600, atomically); False with a log line on failure."""
+        if slot.nbytes > self.limit_bytes:
+            return False
+        draft = slot.draft
+        payload = slot.target.data + (draft.data if draft else b"")
+        header = _Header(
+            version=FORMAT_VERSION,
+            kind=slot.key[0],
+            path=slot.key[1],
+            target_model=self.target_model,
+            draft_model=self.draft_model,
+            target_cells=slot.target.cells,
+            target_segments=[(p, len(t)) for p, t in slot.target.segments],
+            target_bytes=len(slot.target.data),
+            draft_cells=draft.cells if draft else [],
+            draft_segments=[(p, len(t)) for p, t in draft.segments] if draft else [],
+            draft_bytes=len(draft.data) if draft else 0,
+            window_start=slot.window_start,
+            sha256=hashlib.sha256(payload).hexdigest(),
+        )
+        head = msgspec.json.encode(header)
+        path = self.file_for(slot.key)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        try:
+            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as f:
+                f.write(MAGIC + _HEADER_LEN.pack(len(head)) + head)
+                f.write(payload)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.warning("could not save a KV slot to %s: %s", path, exc)
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+            return False
+        slot.on_disk = True
+        self._trim()
+        return True
+
+    def window_start(self, key: SlotKey) -> int | None:
+        header = self._read_header(self.file_for(key), key)
+        return header[0].window_start if header else None
+
+    def load(self, key: SlotKey) -> Slot | None:
+        """The slot saved for `key`, or None if there is none or it does not check out."""
+        path = self.file_for(key)
+        found = self._read_header(path, key)
+        if found is None:
+            return None
+        header, offset = found
+        try:
+            with path.open("rb") as f:
+                f.seek(offset)
+                payload = f.read(header.target_bytes + header.draft_bytes + 1)
+        except OSError as exc:
+            log.warning("ignoring KV slot %s: %s", path.name, exc)
+            return None
+        if len(payload) != header.target_bytes + header.draft_bytes:
+            log.warning("ignoring KV slot %s: truncated or too long", path.name)
+            return None
+        if hashlib.sha256(payload).hexdigest() != header.sha256:
+            log.warning("ignoring KV slot %s: checksum mismatch (corrupt)", path.name)
+            return None
+        os.utime(path)  # least recently used goes first
+        target = SessionState(
+            payload[: header.target_bytes],
+            header.target_cells,
+            _segments(header.target_cells, header.target_segments),
+        )
+        draft = None
+        if header.draft_bytes:
+            draft = SessionState(
+                payload[header.target_bytes :],
+                header.draft_cells,
+                _segments(header.draft_cells, header.draft_segments),
+            )
+        return Slot(key, target, draft, header.window_start, on_disk=True)
+
+    def _read_header(self, path: Path, key: SlotKey) -> tuple[_Header, int] | None:
+        try:
+            with path.open("rb") as f:
+                start = f.read(len(MAGIC) + _HEADER_LEN.size)
+                if len(start) < len(MAGIC) + _HEADER_LEN.size or not start.startswith(MAGIC):
+                    raise ValueError("not a KV slot file")
+                (length,) = _HEADER_LEN.unpack(start[len(MAGIC) :])
+                if length > _MAX_HEADER_BYTES:
+                    raise ValueError("header too large")
+                header = msgspec.json.decode(f.read(length), type=_Header)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, msgspec.DecodeError) as exc:
+            log.warning("ignoring KV slot %s: %s", path.name, exc)
+            return None
+        problem = self._mismatch(header, key)
+        if problem:
+            log.warning("ignoring KV slot %s: %s", path.name, problem)
+            return None
+        return header, len(MAGIC) + _HEADER_LEN.size + length
+
+    def _mismatch(self, header: _Header, key: SlotKey) -> str | None:
+        if header.version != FORMAT_VERSION:
+            return f"format version {header.version}"
+        if header.target_model != self.target_model:
+            return "saved for another target model"
+        if header.draft_bytes and header.draft_model != self.draft_model:
+            return "saved for another draft model"
+        if (header.kind, header.path) != key:
+            return "saved for another document"
+        for cells, segments in (
+            (header.target_cells, header.target_segments),
+            (header.draft_cells, header.draft_segments),
+        ):
+            if any(p < 0 or n < 0 or p + n > len(cells) for p, n in segments):
+                return "segments outside the saved tokens"
+        return None
+
+    def _trim(self) -> None:
+        """Delete the least recently used files until the folder fits its bound,
+        and temporary files that a killed process left behind."""
+        now = time.time()
+        try:
+            for tmp in self.folder.glob("*.tmp*"):
+                if now - tmp.stat().st_mtime > STALE_TMP_S:
+                    tmp.unlink(missing_ok=True)
+            files = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.glob("*.kv")]
+        except OSError:
+            return
+        total = sum(size for _m, size, _p in files)
+        for _mtime, size, path in sorted(files):
+            if total <= self.limit_bytes:
+                break
+            path.unlink(missing_ok=True)
+            total -= size
+
+    @property
+    def nbytes(self) -> int:
+        try:
+            return sum(p.stat().st_size for p in self.folder.glob("*.kv"))
+        except OSError:
+            return 0
+
+
+def _segments(cells: list[int], spans: list[tuple[int, int]]) -> Segments:
+    return [(p, tuple(cells[p : p + n])) for p, n in spans]
+
+
+def default_folder() -> Path:
+    """$GROUNDSPEC_CACHE/kv-slots, or kv-slots beside the default models folder."""
+    models = provision.cache_dir()
+    if os.environ.get("GROUNDSPEC_CACHE"):
+        return models / "kv-slots"
+    return models.parent / "kv-slots"
+
+
+def model_fingerprint(path: Path) -> str:
+    """Cheap identity of a model file: size, mtime and the first and last MiB.
+
+    A re-assembled or replaced file gets a new fingerprint, so its slots are
+    never restored onto other weights."""
+    stat = path.stat()
+    digest = hashlib.sha256(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+    with path.open("rb") as f:
+        digest.update(f.read(_FINGERPRINT_SAMPLE))
+        f.seek(max(0, stat.st_size - _FINGERPRINT_SAMPLE))
+        digest.update(f.read(_FINGERPRINT_SAMPLE))
+    return digest.hexdigest()[:32]
+
+
+class SlotTimer:
+    """At most one idle save every `interval_s` (a save hashes tens of MB)."""
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._last = 0.0
+
+    def due(self) -> bool:
+        now = time.monotonic()
+        if now - self._last < self.interval_s:
+            return False
+        self._last = now
+        return True

@@ -1,0 +1,141 @@
+"""Per-document KV slots without a model: the LRU bounds and the slot files."""
+
+import logging
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from speculator.slots import DiskSlots, RamSlots, SessionState, Slot, model_fingerprint
+
+
+def _slot(kind: str, path: str, nbytes: int, fill: int = 1, window: int | None = 7) -> Slot:
+    cells = list(range(10))
+    target = SessionState(bytes([fill]) * nbytes, cells, [(0, tuple(cells[:4])), (4, (4, 5))])
+    draft = SessionState(bytes([fill + 1]) * (nbytes // 2), cells[:6], [(0, (0, 1, 2))])
+    return Slot((kind, path), target, draft, window)
+
+
+def test_ram_slots_stay_within_their_byte_bound_least_recent_first() -> None:
+    ram = RamSlots(limit_bytes=400)
+    for name in "abc":
+        ram.put(_slot("completion", name, 100))  # 150 bytes each with the draft
+    assert ram.get(("completion", "a")) is None
+    assert ram.get(("completion", "b")) is not None and ram.get(("completion", "c")) is not None
+    assert ram.nbytes <= 400
+    ram.put(_slot("completion", "huge", 1000))  # larger than the bound: not kept
+    assert ram.get(("completion", "huge")) is None and ram.nbytes == 300
+
+
+def test_a_refactor_never_pushes_out_a_documents_completion_state() -> None:
+    ram = RamSlots(limit_bytes=400)
+    ram.put(_slot("completion", "a.py", 100))
+    ram.put(_slot("refactor", "a.py", 100))
+    ram.put(_slot("completion", "b.py", 100))  # over the bound: the refactor goes
+    assert ram.get(("refactor", "a.py")) is None
+    assert ram.get(("completion", "a.py")) is not None
+
+
+@pytest.fixture
+def disk(tmp_path: Path) -> DiskSlots:
+    return DiskSlots(tmp_path / "kv", "target-fp", "draft-fp", limit_bytes=10_000)
+
+
+def test_a_saved_slot_loads_back_exactly_and_privately(disk: DiskSlots) -> None:
+    slot = _slot("completion", "/src/a.py", 500)
+    assert disk.save(slot)
+    loaded = disk.load(("completion", "/src/a.py"))
+    assert loaded is not None
+    assert loaded.target == slot.target and loaded.draft == slot.draft
+    assert loaded.window_start == 7 and disk.window_start(("completion", "/src/a.py")) == 7
+    mode = stat.S_IMODE(os.stat(disk.file_for(slot.key)).st_mode)
+    assert mode == 0o600
+    assert disk.load(("refactor", "/src/a.py")) is None  # another kind: another file
+
+
+def test_another_models_file_is_refused(
+    disk: DiskSlots, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = ("completion", "/src/a.py")
+    other = DiskSlots(disk.folder, "other-target-fp", "draft-fp", limit_bytes=10_000)
+    assert other.save(_slot(*key, 500))
+    # Even under this model's file name, the header's fingerprint refuses it.
+    other.file_for(key).rename(disk.file_for(key))
+    with caplog.at_level(logging.WARNING):
+        assert disk.load(key) is None
+    assert "another target model" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda b: b[:-10], "truncated"),
+        (lambda b: b[:-5] + b"XXXXX", "checksum"),
+        (lambda b: b[:20] + b"\xff" * 8 + b[28:], "ignoring"),
+        (lambda b: b"NOTASLOT" + b[8:], "not a KV slot"),
+        (lambda b: b"", "not a KV slot"),
+    ],
+)
+def test_a_damaged_file_is_refused_with_a_log_line(
+    disk: DiskSlots, damage, message: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    key = ("completion", "/src/a.py")
+    assert disk.save(_slot(*key, 500))
+    path = disk.file_for(key)
+    path.write_bytes(damage(path.read_bytes()))
+    with caplog.at_level(logging.WARNING):
+        assert disk.load(key) is None
+    assert message in caplog.text
+
+
+def test_the_slot_folder_stays_within_its_byte_bound(disk: DiskSlots) -> None:
+    for i in range(12):
+        assert disk.save(_slot("completion", f"/src/{i}.py", 1000, fill=i))
+        assert disk.nbytes <= disk.limit_bytes
+    assert disk.load(("completion", "/src/11.py")) is not None
+    assert disk.load(("completion", "/src/0.py")) is None  # the oldest went first
+
+
+def test_an_unwritable_folder_is_a_log_line_not_a_crash(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    disk = DiskSlots(blocker / "kv", "t", None, limit_bytes=10_000)
+    with caplog.at_level(logging.WARNING):
+        assert not disk.save(_slot("completion", "a.py", 10))
+    assert "could not save" in caplog.text
+
+
+def test_the_model_fingerprint_changes_with_the_file(tmp_path: Path) -> None:
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF" + b"\0" * 3_000_000)
+    first = model_fingerprint(model)
+    assert model_fingerprint(model) == first
+    with model.open("r+b") as f:
+        f.seek(2_999_000)
+        f.write(b"changed")
+    os.utime(model, ns=(os.stat(model).st_atime_ns, os.stat(model).st_mtime_ns))
+    assert model_fingerprint(model) != first
+
+
+def test_the_kv_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from speculator.config import EngineConfig
+
+    monkeypatch.setenv("GROUNDSPEC_KV_RAM_MB", "64")
+    monkeypatch.setenv("GROUNDSPEC_KV_DISK_MB", "0")
+    monkeypatch.setenv("GROUNDSPEC_KV_DIR", "/tmp/slots")
+    monkeypatch.setenv("GROUNDSPEC_QUICK_WINDOW_TOKENS", "400")
+    config = EngineConfig().with_env()
+    assert (config.kv_ram_mb, config.kv_disk_mb, config.kv_dir) == (64, 0, "/tmp/slots")
+    assert config.quick_window_tokens == 400
+
+
+def test_a_temporary_file_left_by_a_killed_writer_is_removed(disk: DiskSlots) -> None:
+    disk.folder.mkdir(parents=True)
+    left = disk.folder / "abc.tmp123"
+    left.write_bytes(b"half a slot")
+    os.utime(left, (0, 0))
+    assert disk.save(_slot("completion", "a.py", 10))
+    assert not left.exists()
