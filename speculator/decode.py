@@ -201,6 +201,7 @@ class Decoder:
         self.params = params
         self.clock = clock  # seconds; the replay simulator charges modelled costs
         self.guard = LossGuard(controller.cost(1))
+        self._prompt: list[int] = []
 
     def run(
         self,
@@ -213,7 +214,7 @@ class Decoder:
         started = self.clock()
         self.guard.expected_tokens = expected_tokens
         out = DecodeOutcome()
-        prompt = list(self.session.cells)
+        prompt = self._prompt = list(self.session.cells)
         prompt_len = len(prompt)
         pieces: list[bytes] = []
         forced: int | None = None  # replacement token from a rejected draft
@@ -269,7 +270,7 @@ class Decoder:
         """Append a token; True when a stop rule fires or the output loops."""
         out.tokens.append(token)
         pieces.append(self.token_bytes(token))
-        if len(out.tokens) % LOOP_CHECK_EVERY == 0 and repeating_tail(out.tokens):
+        if len(out.tokens) % LOOP_CHECK_EVERY == 0 and repeating_tail(out.tokens, self._prompt):
             out.looped = True
             return True
         return stop is not None and stop(_decode_text(pieces)) is not None
@@ -373,16 +374,27 @@ def refactor_budget(max_tokens: int, selection_tokens: int) -> int:
     return min(max(max_tokens, selection_tokens + 64), runaway)
 
 
-def repeating_tail(tokens: Sequence[int]) -> bool:
-    """True when the tail is one block of up to LOOP_MAX_PERIOD tokens repeated."""
+def repeating_tail(tokens: Sequence[int], prompt: Sequence[int] = ()) -> bool:
+    """True when the tail is one block of up to LOOP_MAX_PERIOD tokens repeated,
+    and the prompt does not repeat that block itself (rewriting repetitive code,
+    such as a table of similar lines, is not a loop)."""
     for period in range(1, LOOP_MAX_PERIOD + 1):
         span = max(LOOP_MIN_TOKENS, LOOP_MIN_REPEATS * period)
         if span > len(tokens):
             break
         tail = list(tokens[-span:])
         if tail[period:] == tail[:-period]:
-            return True
+            return not _contains(prompt, tail[: max(2 * period, 24)])
     return False
+
+
+def _contains(haystack: Sequence[int], needle: list[int]) -> bool:
+    n = len(needle)
+    first = needle[0]
+    return any(
+        haystack[i] == first and list(haystack[i : i + n]) == needle
+        for i in range(len(haystack) - n + 1)
+    )
 
 
 def _decode_text(pieces: list[bytes]) -> str:

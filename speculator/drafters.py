@@ -431,7 +431,10 @@ class DraftModelDrafter:
         if not pending:  # need logits for the last token: re-evaluate it
             self.session.trim(len(history) - 1)
             pending = [history[-1]]
-        logits = self.session.append(pending)[-1]
+        if len(pending) > self.session.n_batch:  # a whole prompt (the user chose `draft`)
+            _, logits = self.session.sync([list(history)])
+        else:
+            logits = self.session.append(pending)[-1]
         tokens: list[int] = []
         started = self.clock()
         for _ in range(k):

@@ -9,7 +9,9 @@ from speculator import session as session_module
 from speculator.engine import SpeculativeEngine
 from speculator.types import EngineError, RefactorRequest
 
-CODE = "def area(width, height):\n    return width * height\n\n" * 40
+CODE = "".join(
+    f"def area_{i}(width, height):\n    return width * height + {i * 7 % 13}\n\n" for i in range(40)
+)
 
 
 def test_a_failed_evaluation_keeps_only_the_cells_still_true(

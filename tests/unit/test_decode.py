@@ -230,6 +230,12 @@ def test_a_repeating_tail_is_a_loop() -> None:
     assert not repeating_tail([int(t) for t in rng.integers(0, 50, size=400)])
 
 
+def test_repeating_what_the_prompt_repeats_is_not_a_loop() -> None:
+    table = [1, 2, 3, 4, 5, 6] * 40  # e.g. a table of similar lines being rewritten
+    assert repeating_tail(table)
+    assert not repeating_tail(table, prompt=[0, 0] + table[:60])
+
+
 def test_a_looping_generation_stops_the_same_with_and_without_drafts() -> None:
     truth = [9, 10, 11, 12] * 100
     plain, _, _ = _decode(truth, [])
