@@ -28,6 +28,7 @@ from .prompt import (
     FimPrompt,
     build_fim,
     build_refactor,
+    fence_stop,
 )
 from .session import Logits, Session, SyncResult
 from .slots import (
@@ -40,7 +41,6 @@ from .slots import (
     default_folder,
     model_fingerprint,
 )
-from .syntax import MAX_DOCUMENT_CHARS
 from .totals import Totals
 from .types import (
     Cancelled,
@@ -48,12 +48,12 @@ from .types import (
     CompletionRequest,
     CompletionResult,
     ContextProvider,
-    EngineError,
     RefactorRequest,
     RefactorResult,
     Speculation,
     Stats,
 )
+from .validate import check_completion, check_refactor, check_text
 
 log = logging.getLogger(__name__)
 
@@ -184,11 +184,7 @@ class SpeculativeEngine:
         self, request: CompletionRequest, cancel: CancelToken | None
     ) -> _PreparedCompletion:
         """Check the request, sync the prompt into the KV cache, build the stop rule."""
-        _check_text(request.text)
-        if not 0 <= request.cursor <= len(request.text):
-            raise EngineError(
-                f"position is outside the document (offset {request.cursor} of {len(request.text)})"
-            )
+        check_completion(request)
         grounding = _grounding(request)
         fim = self._fim_prompt(request, grounding)
         segments = self._tokenize_segments(fim)
@@ -237,7 +233,7 @@ class SpeculativeEngine:
         re-evaluates a suffix that keystrokes only moved, so its KV is exact
         again (moved KV grows staler with every character typed before it).
         A cancelled warm-up keeps what it evaluated so far."""
-        _check_text(request.text)
+        check_text(request.text)
         fim = self._fim_prompt(request, _grounding(request))
         segments = self._tokenize_segments(fim)
         self._enter_slot(("completion", request.path or ""), segments)
@@ -387,21 +383,13 @@ class SpeculativeEngine:
         self, request: RefactorRequest, cancel: CancelToken | None = None
     ) -> RefactorResult:
         started = time.perf_counter()
-        _check_text(request.text)
-        if not 0 <= request.start <= request.end <= len(request.text):
-            raise EngineError(f"invalid range {request.start}-{request.end}")
-        if not request.instruction.strip():
-            raise EngineError("the refactor instruction is empty")
-        selection = request.text[request.start : request.end]
+        selection = check_refactor(request)
         prompt, fence = build_refactor(selection, request.instruction, request.language_id)
         tokens = self.target.tokenize(prompt, special=True)
         # Its own slot: a refactor never evicts the document's completion KV.
         self._enter_slot(("refactor", request.path or ""), [tokens])
         sync, logits = self.session.sync([tokens], cancel=cancel)
-
-        def stop(text: str) -> int | None:
-            at = text.find(fence)
-            return at if at >= 0 else None
+        stop = fence_stop(fence)
 
         selection_tokens = len(self.target.tokenize(selection))
         outcome = self._decode(
@@ -559,12 +547,3 @@ def _state(session: Session) -> SessionState:
 def _grounding(request: CompletionRequest) -> Grounding:
     tree = request.tree() if request.tree is not None else None
     return Grounding(request.text, request.language_id, tree)
-
-
-def _check_text(text: str) -> None:
-    if len(text) > MAX_DOCUMENT_CHARS:
-        raise EngineError(
-            f"the document is too large ({len(text)} characters; limit {MAX_DOCUMENT_CHARS})"
-        )
-    if "\x00" in text:
-        raise EngineError("the document looks binary (it contains NUL characters)")

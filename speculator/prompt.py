@@ -9,6 +9,8 @@ segments (see session.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from .grounding import Grounding
 from .types import Snippet
 
@@ -143,3 +145,13 @@ def build_refactor(selection: str, instruction: str, language_id: str) -> tuple[
         f"<|im_start|>assistant\n```{lang}\n"
     )
     return prompt, "```"
+
+
+def fence_stop(fence: str) -> Callable[[str], int | None]:
+    """The stop rule of a refactor: cut the output where the code fence closes."""
+
+    def stop(text: str) -> int | None:
+        at = text.find(fence)
+        return at if at >= 0 else None
+
+    return stop

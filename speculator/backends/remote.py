@@ -19,24 +19,23 @@ import msgspec
 
 from ..grounding import Grounding, similar_siblings
 from ..postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
-from ..prompt import SNIPPET_BUDGET_CHARS, FimPrompt, build_fim, build_refactor
+from ..prompt import SNIPPET_BUDGET_CHARS, FimPrompt, build_fim, build_refactor, fence_stop
 from ..totals import Totals
 from ..types import (
     CancelToken,
     CompletionRequest,
     CompletionResult,
     ContextProvider,
-    EngineError,
     RefactorRequest,
     RefactorResult,
     Snippet,
     Stats,
 )
+from ..validate import check_completion, check_refactor
 from .http import Transport
 
 log = logging.getLogger(__name__)
 
-MAX_DOCUMENT_CHARS = 5_000_000
 MAX_SPANS = 2  # tree-sitter spans sent beside the workspace snippets
 MAX_PINS = 256
 
@@ -165,17 +164,9 @@ class RemoteEngine:
         self, request: RefactorRequest, cancel: CancelToken | None = None
     ) -> RefactorResult:
         started = time.perf_counter()
-        _check_text(request.text)
-        if not 0 <= request.start <= request.end <= len(request.text):
-            raise EngineError(f"invalid range {request.start}-{request.end}")
-        if not request.instruction.strip():
-            raise EngineError("the refactor instruction is empty")
-        selection = request.text[request.start : request.end]
+        selection = check_refactor(request)
         prompt, fence = build_refactor(selection, request.instruction, request.language_id)
-
-        def stop(text: str) -> int | None:
-            at = text.find(fence)
-            return at if at >= 0 else None
+        stop = fence_stop(fence)
 
         generation = self.generate_refactor(request, prompt, fence, stop, cancel)
         self.learn(generation)
@@ -219,11 +210,7 @@ class RemoteEngine:
 
     def completion_context(self, request: CompletionRequest) -> CompletionContext:
         """The same grounding the local engine uses: window, snippets, spans, stop rule."""
-        _check_text(request.text)
-        if not 0 <= request.cursor <= len(request.text):
-            raise EngineError(
-                f"position is outside the document (offset {request.cursor} of {len(request.text)})"
-            )
+        check_completion(request)
         grounding = Grounding(request.text, request.language_id)
         snippets: list[Snippet] = []
         if self._provider is not None:
@@ -280,12 +267,3 @@ def _fit(snippets: list[Snippet], budget: int) -> list[Snippet]:
             out.append(snippet)
             budget -= len(snippet.text)
     return out
-
-
-def _check_text(text: str) -> None:
-    if len(text) > MAX_DOCUMENT_CHARS:
-        raise EngineError(
-            f"the document is too large ({len(text)} characters; limit {MAX_DOCUMENT_CHARS})"
-        )
-    if "\x00" in text:
-        raise EngineError("the document looks binary (it contains NUL characters)")

@@ -1,0 +1,33 @@
+"""Checks every engine (local or remote) makes on a request before any work."""
+
+from __future__ import annotations
+
+from .syntax import MAX_DOCUMENT_CHARS
+from .types import CompletionRequest, EngineError, RefactorRequest
+
+
+def check_text(text: str) -> None:
+    if len(text) > MAX_DOCUMENT_CHARS:
+        raise EngineError(
+            f"the document is too large ({len(text)} characters; limit {MAX_DOCUMENT_CHARS})"
+        )
+    if "\x00" in text:
+        raise EngineError("the document looks binary (it contains NUL characters)")
+
+
+def check_completion(request: CompletionRequest) -> None:
+    check_text(request.text)
+    if not 0 <= request.cursor <= len(request.text):
+        raise EngineError(
+            f"position is outside the document (offset {request.cursor} of {len(request.text)})"
+        )
+
+
+def check_refactor(request: RefactorRequest) -> str:
+    """The selection to rewrite, once the request is known to be sound."""
+    check_text(request.text)
+    if not 0 <= request.start <= request.end <= len(request.text):
+        raise EngineError(f"invalid range {request.start}-{request.end}")
+    if not request.instruction.strip():
+        raise EngineError("the refactor instruction is empty")
+    return request.text[request.start : request.end]
