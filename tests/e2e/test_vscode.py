@@ -451,6 +451,10 @@ def test_missing_models_shown_once_with_the_fix(
 
 
 @pytest.mark.model
+@pytest.mark.skipif(
+    os.environ.get("GROUNDSPEC_VSCODE_REAL_MODELS") != "1",
+    reason="opt-in (GROUNDSPEC_VSCODE_REAL_MODELS=1): the real models in code-server",
+)
 def test_real_models_in_code_server(tmp_path: Path, announce: Callable[[str], None]) -> None:
     """The default models behind the extension: some ghost text appears and Tab inserts it."""
     with code_server(tmp_path, announce, [], {}) as bench:
