@@ -162,6 +162,13 @@ def _mode_order(mode: str) -> int:
     return order.index(mode) if mode in order else len(order)
 
 
+def threads_used(config: EngineConfig) -> str:
+    threads = config.threads or os.cpu_count()
+    if config.adaptive_threads:
+        return f"up to {threads} CPU threads used by llama.cpp (fewer while other processes keep cores busy)"
+    return f"{threads} CPU threads used by llama.cpp (fixed)"
+
+
 def markdown(report: Report, summary: Summary, config: EngineConfig) -> str:
     load = (
         "**Under load:** a CPU-bound process spun on one core for the whole run, "
@@ -172,7 +179,7 @@ def markdown(report: Report, summary: Summary, config: EngineConfig) -> str:
     lines = [
         "# Benchmarks",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU threads used by llama.cpp, "
+        f"Machine: {platform.machine()}, {threads_used(config)}, "
         f"{platform.system()} {platform.release()}; GPU layers: {config.n_gpu_layers or 0}. "
         f"Run at {time.strftime('%Y-%m-%d %H:%M')}, `groundspec bench`. {load}",
         "",

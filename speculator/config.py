@@ -28,6 +28,8 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
     use_draft: bool = True
     n_gpu_layers: int | None = None  # None: all layers when the build supports offload
     threads: int | None = None  # None: the number of CPU cores
+    # Leave cores that other processes keep busy to them (speculator/threads.py).
+    adaptive_threads: bool = True
     n_ctx: int = 4096
     # Per-document KV slots (docs/kv-reuse.md): RAM and disk bounds; 0 turns each off.
     kv_ram_mb: int = 512
@@ -63,6 +65,8 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
         ):
             if env.get(key, "").lstrip("-").isdigit():
                 updates[name] = int(env[key])
+        if env.get("GROUNDSPEC_ADAPTIVE_THREADS") in ("0", "1"):
+            updates["adaptive_threads"] = env["GROUNDSPEC_ADAPTIVE_THREADS"] == "1"
         if env.get("GROUNDSPEC_FAKE_ENGINE") == "1":
             updates["fake"] = True
         return msgspec.structs.replace(self, **updates)

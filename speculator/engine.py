@@ -41,6 +41,7 @@ from .slots import (
     default_folder,
     model_fingerprint,
 )
+from .threads import ThreadPolicy
 from .totals import Totals
 from .types import (
     Cancelled,
@@ -71,8 +72,16 @@ class SpeculativeEngine:
         self.target = target
         self.draft = draft
         self.config = config
-        self.session = Session(target.model, config.n_ctx, threads)
-        self.draft_session = Session(draft.model, config.n_ctx, threads) if draft else None
+        # One policy for both models: they take turns on the same cores.
+        self.thread_policy = ThreadPolicy(threads, adaptive=config.adaptive_threads)
+        self.session = Session(
+            target.model, config.n_ctx, threads, thread_policy=self.thread_policy
+        )
+        self.draft_session = (
+            Session(draft.model, config.n_ctx, threads, thread_policy=self.thread_policy)
+            if draft
+            else None
+        )
         # Completions and refactors accept drafts very differently: learn each apart.
         self.controllers = {
             "completion": Controller(),

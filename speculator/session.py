@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .drafters import common_prefix
+from .threads import ThreadPolicy
 from .types import Cancelled, CancelToken, EngineError
 
 log = logging.getLogger(__name__)
@@ -47,7 +48,12 @@ class SyncResult:
 
 class Session:
     def __init__(
-        self, model: llama_cpp.llama_model_p, n_ctx: int, threads: int, n_batch: int = 512
+        self,
+        model: llama_cpp.llama_model_p,
+        n_ctx: int,
+        threads: int,
+        n_batch: int = 512,
+        thread_policy: ThreadPolicy | None = None,
     ):
         params = llama_cpp.llama_context_default_params()
         params.n_ctx = n_ctx
@@ -72,6 +78,8 @@ class Session:
         self.cells: list[int] = []
         self.segments: list[tuple[int, tuple[int, ...]]] = []  # (position, tokens) of last sync
         self.can_shift = bool(llama_cpp.llama_memory_can_shift(self.memory))
+        self.threads = threads
+        self.thread_policy = thread_policy
 
     def close(self) -> None:
         if self.ctx is not None:
@@ -299,6 +307,11 @@ class Session:
             b.logits[i] = want
 
     def _decode(self) -> None:
+        if self.thread_policy is not None:
+            threads = self.thread_policy.current()
+            if threads != self.threads:
+                llama_cpp.llama_set_n_threads(self.ctx, threads, threads)
+                self.threads = threads
         rc = llama_cpp.llama_decode(self.ctx, self.batch)
         if rc != 0:
             raise EngineError(f"llama_decode failed with code {rc}")

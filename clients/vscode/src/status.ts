@@ -134,8 +134,7 @@ export class ServerStatus {
     const stats = this.stats ? formatStats(this.stats) : "no requests yet";
     const activity = [...this.activities.values()].at(-1);
     if (activity) {
-      const what = activity.message ? `${activity.title}: ${activity.message}` : activity.title;
-      return { text: "$(loading~spin) groundspec", tooltip: `groundspec: ${what}\n${stats}` };
+      return { text: "$(loading~spin) groundspec", tooltip: `groundspec: ${describeActivity(activity)}\n${stats}` };
     }
     if (this.inflight > 0) {
       return { text: "$(loading~spin) groundspec: generating", tooltip: `groundspec: generating a suggestion\n${stats}` };
@@ -151,4 +150,10 @@ export class ServerStatus {
 export function fixAdvice(reason = ""): string {
   if (reason.includes(FIX_COMMAND)) return `Then "groundspec: Restart Server".`;
   return `Fix: run \`${FIX_COMMAND}\` (or set groundspec.targetModel / groundspec.draftModel), then "groundspec: Restart Server".`;
+}
+
+/** "refactor: add types" for the server's "groundspec refactor" progress: the tooltip already starts with "groundspec: ". */
+export function describeActivity(activity: { title: string; message?: string }): string {
+  const title = activity.title.replace(/^groundspec\b\s*/, "");
+  return [title, activity.message].filter((part) => part).join(": ") || "working";
 }

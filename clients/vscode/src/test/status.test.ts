@@ -70,10 +70,17 @@ test("other progress (a refactor, warming) shows its title and message until it 
   const status = new ServerStatus();
   status.statsArrived({ server: { engineState: "ready" } });
   status.progress("groundspec/refactor/1", { kind: "begin", title: "groundspec refactor", message: "add types" });
-  assert.match(status.view().tooltip, /groundspec refactor: add types/);
+  assert.match(status.view().tooltip, /^groundspec: refactor: add types\n/);
   assert.match(status.view().text, /loading~spin/);
   status.progress("groundspec/refactor/1", { kind: "end" });
   assert.equal(status.view().text, "$(zap) 0.0 tok/s");
+});
+
+test("the warm-up's progress names groundspec once", () => {
+  const status = new ServerStatus();
+  status.statsArrived({ server: { engineState: "ready" } });
+  status.progress("groundspec/warm/1", { kind: "begin", title: "groundspec", message: "Warming the cache" });
+  assert.match(status.view().tooltip, /^groundspec: Warming the cache\n/);
 });
 
 test("a stopped server says so", () => {
