@@ -1,14 +1,16 @@
 """The llama-server peer (against a stand-in server script) and the --load spinner."""
 
 import json
+import os
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
 
-from bench.load import CpuLoad
+from bench.load import SPIN, CpuLoad
 from bench.peer import find_binary, run_peer
 from bench.report import Run
 from speculator.types import Stats
@@ -103,3 +105,31 @@ def test_the_load_spins_for_the_whole_block_and_stops_after() -> None:
 def _cpu_ticks(stat_file: Path) -> int:
     fields = stat_file.read_text().rsplit(")", 1)[1].split()
     return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def test_the_load_stops_when_the_benchmark_is_killed() -> None:
+    """A benchmark killed before its __exit__ must not leave a core spinning."""
+    parent = subprocess.Popen(
+        ["bash", "-c", f'{sys.executable} -c "$0" & echo $!; sleep 0.5', SPIN],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert parent.stdout is not None
+    spinner = int(parent.stdout.readline())
+    parent.wait()  # the parent is gone, as if killed
+    deadline = time.monotonic() + 10
+    while _running(spinner) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    stopped = not _running(spinner)
+    if not stopped:
+        os.kill(spinner, 9)
+    assert stopped
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat_file = Path(f"/proc/{pid}/stat")
+    return not stat_file.exists() or stat_file.read_text().rsplit(")", 1)[1].split()[0] != "Z"
