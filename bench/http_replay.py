@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-CORPUS = Path(__file__).resolve().parent.parent / "speculator" / "bench_corpus"
+CORPUS = Path(__file__).resolve().parent / "corpus"
 # (file, first line of the region to re-type, number of lines), 1-based
 REGION = ("graphlib.py", 163, 4)
 CLIENT_FIELDS = ("content", "tokens_cached", "truncated", "stop_type", "timings")
