@@ -93,10 +93,12 @@ class Progress(msgspec.Struct):
     prompt_tokens: int
 
 
-class CompletionResult(msgspec.Struct):
+class CompletionResult(msgspec.Struct, omit_defaults=True):
     text: str
     stats: Stats
-    timed_out: bool = False  # stopped by `max_predict_ms`
+    # Stopped by `max_predict_ms`. Only HTTP requests set one; left out of the JSON
+    # when false, so the CLI's and LSP's result keys stay the contract's.
+    timed_out: bool = False
 
 
 class RefactorRequest(msgspec.Struct, kw_only=True):
