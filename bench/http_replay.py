@@ -92,6 +92,8 @@ def run(name: str, url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
             {
                 "ms": round(ms, 1),
                 "prompt_n": timings.get("prompt_n"),
+                "cache_n": timings.get("cache_n"),
+                "tokens_evaluated": answer.get("tokens_evaluated"),
                 "predicted_n": timings.get("predicted_n"),
                 "stop_type": answer.get("stop_type"),
                 "content": answer.get("content"),
