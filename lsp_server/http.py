@@ -614,8 +614,9 @@ async def send_done(stream: web.StreamResponse) -> None:
 
 
 def slot_key(request: web.Request, id_slot: int) -> str:
-    """Which client this is, for keeping its KV apart later: the slot it asked for,
-    else its address (one editor, one connection pool, one address)."""
+    """Which client this is: the slot it asked for, else its address (without the
+    port: llama.vim starts a curl per request). Editors on one machine share an
+    address; SlotRouter tells their documents apart by their text."""
     if id_slot >= 0:
         return f"slot:{id_slot}"
     return f"peer:{request.remote or '?'}"
