@@ -22,7 +22,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-CORPUS = Path(__file__).resolve().parent.parent / "speculator" / "bench_corpus"
+CORPUS = Path(__file__).resolve().parent / "corpus"
 # (file, first line of the region to re-type, number of lines), 1-based
 REGION = ("graphlib.py", 163, 4)
 CLIENT_FIELDS = ("content", "tokens_cached", "truncated", "stop_type", "timings")
@@ -81,12 +81,24 @@ def percentile(values: list[float], q: float) -> float:
 
 def run(name: str, url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
     post(url, requests[0])  # the first request loads the prompt: not a keystroke
-    latencies, evaluated, missing = [], [], set()
+    latencies, evaluated, missing, answers = [], [], set(), []
     for body in requests:
         ms, answer = post(url, body)
         latencies.append(ms)
-        evaluated.append(answer.get("timings", {}).get("prompt_n", 0))
+        timings = answer.get("timings", {})
+        evaluated.append(timings.get("prompt_n", 0))
         missing.update(missing_fields(answer))
+        answers.append(
+            {
+                "ms": round(ms, 1),
+                "prompt_n": timings.get("prompt_n"),
+                "cache_n": timings.get("cache_n"),
+                "tokens_evaluated": answer.get("tokens_evaluated"),
+                "predicted_n": timings.get("predicted_n"),
+                "stop_type": answer.get("stop_type"),
+                "content": answer.get("content"),
+            }
+        )
     return {
         "server": name,
         "requests": len(requests),
@@ -95,6 +107,7 @@ def run(name: str, url: str, requests: list[dict[str, Any]]) -> dict[str, Any]:
         "evaluated_p50": percentile(evaluated, 50),
         "evaluated_mean": statistics.fmean(evaluated),
         "missing": sorted(missing),
+        "answers": answers,
     }
 
 
@@ -123,6 +136,7 @@ def main() -> None:
     parser.add_argument("--keystrokes", type=int, default=40)
     parser.add_argument("--n-predict", type=int, default=24)
     parser.add_argument("--output", help="write the markdown table here")
+    parser.add_argument("--json", help="write every answer's figures here")
     args = parser.parse_args()
     requests = keystroke_requests(args.keystrokes, args.n_predict)
     rows = []
@@ -133,6 +147,8 @@ def main() -> None:
     print(text)
     if args.output:
         Path(args.output).write_text(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

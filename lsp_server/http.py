@@ -11,6 +11,7 @@ handler task and the gate fires the request's CancelToken.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import re
@@ -34,6 +35,7 @@ from speculator.types import (
     ContextProvider,
     Engine,
     EngineError,
+    Progress,
     RefactorRequest,
     RefactorResult,
     Snippet,
@@ -41,6 +43,7 @@ from speculator.types import (
 )
 
 from . import http_wire as wire
+from .http_slots import SlotRouter
 from .logs import request_id, setup_logging
 from .options import ServerOptions, StartupConfig
 from .scheduler import EngineUnavailable
@@ -137,6 +140,7 @@ class FrontDoor:
     def __init__(self, gate: EngineGate, options: Callable[[], ServerOptions]) -> None:
         self.gate = gate
         self.options = options
+        self.slots = SlotRouter()
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[errors_as_json])
@@ -204,13 +208,32 @@ class FrontDoor:
         extra: list[Snippet],
     ) -> web.StreamResponse:
         max_tokens = self._max_tokens(body.n_predict)
-        completion = self._completion_request(body, text, cursor, language, max_tokens)
-        slot = slot_key(request, body.id_slot)
-        stream = await start_stream(request) if body.stream else None
-        result = await self._complete(completion, slot, extra)
+        client = slot_key(request, body.id_slot)
+        completion = msgspec.structs.replace(
+            self._completion_request(body, text, cursor, language, max_tokens),
+            slot=self.slots.route(client, text, body.filename),
+            max_predict_ms=max(0.0, body.t_max_predict_ms or 0.0),
+        )
         n_indent = body.n_indent if isinstance(body, wire.InfillBody) else 0
+        stops = body.stop or []
+        stream = await start_stream(request) if body.stream else None
+        if stream is None:
+            result = await self._complete(completion, client, extra)
+        else:
+
+            async def send(delta: str, generated: int, prompt_tokens: int) -> None:
+                partial = {"index": 0, "content": delta, "tokens": [], "stop": False}
+                partial |= {"id_slot": body.id_slot, "tokens_predicted": generated}
+                await send_event(stream, partial | {"tokens_evaluated": prompt_tokens})
+
+            def cut(text: str) -> str:
+                return wire.finish(text, stops, n_indent, 0, 0).content
+
+            result = await self._streamed(completion, client, extra, cut, stops, send)
         generated = result.stats.generated_tokens
-        done = wire.finish(result.text, body.stop or [], n_indent, max_tokens, generated)
+        done = wire.finish(
+            result.text, stops, n_indent, max_tokens, generated, timed_out=result.timed_out
+        )
         settings = self._settings(body, max_tokens)
         payload = wire.llama_completion(
             result,
@@ -223,9 +246,7 @@ class FrontDoor:
         )
         if stream is None:
             return json_response(payload)
-        partial = {"index": 0, "content": done.content, "tokens": [], "stop": False}
-        partial |= {"id_slot": body.id_slot, "tokens_predicted": result.stats.generated_tokens}
-        await send_event(stream, partial)
+        # In stream mode the content went out in the partial events (as llama-server).
         await send_event(stream, payload | {"content": ""})
         return stream
 
@@ -257,40 +278,61 @@ class FrontDoor:
         body = wire.decode(await request.read(), wire.OpenAICompletionBody)
         prompts = body.prompts()
         max_tokens = self._max_tokens(body.max_tokens)
-        slot = slot_key(request, body.id_slot)
+        client = slot_key(request, body.id_slot)
         language = body.language or (
             wire.language_id_for_path(body.filename) if body.filename else "plaintext"
         )
-        ident = wire.new_id("cmpl")
+        envelope = wire.openai_envelope("text_completion", wire.new_id("cmpl"), self.model_name)
+        ident = {"id": envelope.pop("id")}  # llama-server's order: usage, id, timings
         stream = await start_stream(request) if body.stream else None
         choices, stats = [], []
         for p, prompt in enumerate(prompts):
             text = prompt + (body.suffix or "")
-            completion = self._completion_request(body, text, len(prompt), language, max_tokens)
-            for j, result in enumerate(await self._samples(body, completion, slot)):
+            completion = msgspec.structs.replace(
+                self._completion_request(body, text, len(prompt), language, max_tokens),
+                slot=self.slots.route(client, text, body.filename),
+            )
+            previous: CompletionResult | None = None
+            for j in range(body.n):
+                index = p * body.n + j
+                send = None
+                if stream is not None:
+                    send = _choice_sender(stream, index, envelope | ident)
+                    if body.echo:
+                        await send(prompt, 0, 0)
+                if previous is not None and completion.temperature == 0.0:
+                    result = previous  # greedy: every sample is the same text
+                    if send is not None and result.text:
+                        await send(wire.finish(result.text, body.stops(), 0, 0, 0).content, 0, 0)
+                else:
+                    seeded = msgspec.structs.replace(completion, seed=completion.seed + j)
+                    result = await self._sample(seeded, client, body.stops(), send)
+                previous = result
+                stats.append(result.stats)
+                generated = result.stats.generated_tokens
                 done = wire.finish(
-                    result.text, body.stops(), 0, max_tokens, result.stats.generated_tokens
+                    result.text, body.stops(), 0, max_tokens, generated, timed_out=result.timed_out
                 )
-                content = prompt + done.content if body.echo else done.content
                 choice = {
-                    "text": content,
-                    "index": p * body.n + j,
+                    "text": prompt + done.content if body.echo else done.content,
+                    "index": index,
                     "logprobs": None,
                     "finish_reason": wire.finish_reason(done),
                 }
+                if stream is not None:
+                    closing = {"choices": [choice | {"text": ""}]} | envelope
+                    usage = {"usage": wire.usage([result.stats])}
+                    timings = {"timings": wire.timings(result.stats)}
+                    await send_event(stream, closing | usage | ident | timings)
                 choices.append(choice)
-                stats.append(result.stats)
-        envelope = wire.openai_envelope("text_completion", ident, self.model_name)
         if stream is None:
-            usage = {"timings": wire.timings(_sum(stats)), "usage": wire.usage(stats)}
+            usage = {"usage": wire.usage(stats)} | ident | {"timings": wire.timings(_sum(stats))}
             return json_response({"choices": choices} | envelope | usage)
-        for choice in choices:
-            opening = choice | {"finish_reason": None}
-            await send_event(stream, {"choices": [opening]} | envelope)
-            closing = choice | {"text": ""}
-            await send_event(stream, {"choices": [closing]} | envelope)
         if body.stream_options is not None and body.stream_options.include_usage:
-            await send_event(stream, {"choices": []} | envelope | {"usage": wire.usage(stats)})
+            # OpenAI's usage chunk (llama-server has usage in each closing chunk only)
+            await send_event(
+                stream, {"choices": []} | envelope | ident | {"usage": wire.usage(stats)}
+            )
         await send_done(stream)
         return stream
 
@@ -360,17 +402,71 @@ class FrontDoor:
             lambda engine: engine.complete(completion, token), token, slot=slot, extra=extra
         )
 
-    async def _samples(
-        self, body: wire.OpenAICompletionBody, completion: CompletionRequest, slot: str
-    ) -> list[CompletionResult]:
-        """`n` completions: one when decoding is greedy (they would be identical)."""
-        if completion.temperature == 0.0:
-            return [await self._complete(completion, slot, [])] * body.n
-        results = []
-        for i in range(body.n):
-            seeded = msgspec.structs.replace(completion, seed=completion.seed + i)
-            results.append(await self._complete(seeded, slot, []))
-        return results
+    async def _streamed(
+        self,
+        completion: CompletionRequest,
+        client: str,
+        extra: list[Snippet],
+        cut: Callable[[str], str],
+        stops: list[str],
+        send: Callable[[str, int, int], Awaitable[None]],
+    ) -> CompletionResult:
+        """Run a completion, sending its text as the engine accepts tokens.
+
+        The engine reports the text as it would be if decoding stopped now; only
+        the part later tokens can no longer change is sent (complete lines, or the
+        line but for a tail that could still turn out to repeat the text after the
+        cursor or start a stop string), the rest once decoding is done. `cut` is
+        the HTTP side's own post-processing (stop strings, n_indent)."""
+        loop = asyncio.get_running_loop()
+        reports: asyncio.Queue[Progress | None] = asyncio.Queue()
+
+        def report(progress: Progress) -> None:  # on the engine thread
+            with contextlib.suppress(RuntimeError):  # the loop closed: shutting down
+                loop.call_soon_threadsafe(reports.put_nowait, progress)
+
+        hold = max(
+            [len(wire.rest_of_line(completion.text, completion.cursor))] + [len(s) for s in stops]
+        )
+        task = asyncio.ensure_future(
+            self._complete(msgspec.structs.replace(completion, on_progress=report), client, extra)
+        )
+        task.add_done_callback(lambda _: reports.put_nowait(None))
+        sent = ""
+        try:
+            while (progress := await reports.get()) is not None:
+                stable = wire.streamable(cut(progress.text), hold)
+                if len(stable) > len(sent) and stable.startswith(sent):
+                    await send(
+                        stable[len(sent) :], progress.generated_tokens, progress.prompt_tokens
+                    )
+                    sent = stable
+            result = await task
+        finally:
+            task.cancel()  # the client went away: cancel the engine call (no-op when done)
+        final = cut(result.text)
+        if not final.startswith(sent):
+            log.warning("streamed text %r is not a prefix of the completion %r", sent, final)
+        elif len(final) > len(sent):
+            stats = result.stats
+            await send(final[len(sent) :], stats.generated_tokens, stats.prompt_tokens)
+        return result
+
+    async def _sample(
+        self,
+        completion: CompletionRequest,
+        client: str,
+        stops: list[str],
+        send: Callable[[str, int, int], Awaitable[None]] | None,
+    ) -> CompletionResult:
+        """One completion, streamed through `send` when given."""
+        if send is None:
+            return await self._complete(completion, client, [])
+
+        def cut(text: str) -> str:
+            return wire.finish(text, stops, 0, 0, 0).content
+
+        return await self._streamed(completion, client, [], cut, stops, send)
 
     def _max_tokens(self, asked: int | None) -> int:
         if asked is None or asked < 0:
@@ -518,11 +614,24 @@ async def send_done(stream: web.StreamResponse) -> None:
 
 
 def slot_key(request: web.Request, id_slot: int) -> str:
-    """Which client this is, for keeping its KV apart later: the slot it asked for,
-    else its address (one editor, one connection pool, one address)."""
+    """Which client this is: the slot it asked for, else its address (without the
+    port: llama.vim starts a curl per request). Editors on one machine share an
+    address; SlotRouter tells their documents apart by their text."""
     if id_slot >= 0:
         return f"slot:{id_slot}"
     return f"peer:{request.remote or '?'}"
+
+
+def _choice_sender(
+    stream: web.StreamResponse, index: int, envelope: dict[str, Any]
+) -> Callable[[str, int, int], Awaitable[None]]:
+    """Sends text deltas of one OpenAI completion choice as chunks."""
+
+    async def send(delta: str, _generated: int, _prompt_tokens: int) -> None:
+        choice = {"text": delta, "index": index, "logprobs": None, "finish_reason": None}
+        await send_event(stream, {"choices": [choice]} | envelope)
+
+    return send
 
 
 def _pick(value: T | None, default: T) -> T:

@@ -265,9 +265,18 @@ class Finish(msgspec.Struct):
     stopping_word: str = ""
 
 
-def finish(text: str, stops: list[str], n_indent: int, n_predict: int, generated: int) -> Finish:
+def finish(
+    text: str,
+    stops: list[str],
+    n_indent: int,
+    n_predict: int,
+    generated: int,
+    *,
+    timed_out: bool = False,
+) -> Finish:
     """Cut at the first stop string (dropped, like llama-server) and at the first new
-    line indented less than `n_indent` (the infill rule); say why decoding stopped."""
+    line indented less than `n_indent` (the infill rule); say why decoding stopped
+    (`timed_out`: by t_max_predict_ms, which llama-server reports as a limit)."""
     cut, word = len(text), ""
     for stop in stops:
         at = text.find(stop) if stop else -1
@@ -281,9 +290,25 @@ def finish(text: str, stops: list[str], n_indent: int, n_predict: int, generated
             indent = len(line) - len(line.lstrip(" \t"))
             if line.strip() and indent < n_indent:
                 return Finish("\n".join(lines[:i]), "limit")
-    if n_predict > 0 and generated >= n_predict:
+    if timed_out or (n_predict > 0 and generated >= n_predict):
         return Finish(text, "limit")
     return Finish(text, "eos")
+
+
+def rest_of_line(text: str, cursor: int) -> str:
+    """What follows the cursor on its line (a completion may stop where it repeats it)."""
+    end = text.find("\n", cursor)
+    return text[cursor : end if end >= 0 else len(text)].strip()
+
+
+def streamable(text: str, hold: int) -> str:
+    """The part of a completion so far that more tokens can no longer change: its
+    complete lines (a later line may be dropped, an earlier one not), less the last
+    `hold` characters (the start of a stop string, or of the text after the
+    cursor), less trailing blanks (dropped at the end; sent with what follows)."""
+    newline = text.rfind("\n")
+    end = min(len(text) if newline < 0 else newline, max(0, len(text) - hold))
+    return text[:end].rstrip()
 
 
 # -- responses ------------------------------------------------------------------------

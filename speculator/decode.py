@@ -61,6 +61,7 @@ class DecodeOutcome:
         self.decode_ms = 0.0
         self.context_full = False  # stopped because the context had no room left
         self.looped = False  # stopped because the output repeated itself
+        self.timed_out = False  # stopped by the time limit, at a new line
 
     def count(self, drafter: str, drafted: int, accepted: int) -> None:
         d, a = self.per_drafter.get(drafter, (0, 0))
@@ -191,8 +192,13 @@ class Decoder:
         params: SamplingParams,
         min_draft: int = 0,
         clock: Callable[[], float] = time.perf_counter,
+        max_ms: float = 0.0,
     ):
         self.min_draft = min_draft  # > 0: the user chose the drafters, always try them
+        # > 0: stop at the first new line generated after this long (llama-server's
+        # t_max_predict_ms, for editors that want a suggestion in time).
+        self.max_ms = max_ms
+        self._started = 0.0
         self.session = session
         self.token_bytes = token_bytes
         self.is_end = is_end
@@ -211,7 +217,7 @@ class Decoder:
         cancel: CancelToken | None = None,
         expected_tokens: int = 0,
     ) -> DecodeOutcome:
-        started = self.clock()
+        started = self._started = self.clock()
         self.guard.expected_tokens = expected_tokens
         out = DecodeOutcome()
         prompt = self._prompt = list(self.session.cells)
@@ -267,13 +273,23 @@ class Decoder:
     def _emit(
         self, token: int, out: DecodeOutcome, pieces: list[bytes], stop: StopRule | None
     ) -> bool:
-        """Append a token; True when a stop rule fires or the output loops."""
+        """Append a token; True when a stop rule fires, the output loops, or the
+        time is up at a new line."""
         out.tokens.append(token)
-        pieces.append(self.token_bytes(token))
+        piece = self.token_bytes(token)
+        pieces.append(piece)
         if len(out.tokens) % LOOP_CHECK_EVERY == 0 and repeating_tail(out.tokens, self._prompt):
             out.looped = True
             return True
-        return stop is not None and stop(_decode_text(pieces)) is not None
+        if stop is not None and stop(_decode_text(pieces)) is not None:
+            return True
+        if self.max_ms > 0 and b"\n" in piece and self._elapsed_ms() > self.max_ms:
+            out.timed_out = True  # the new line is kept, as llama-server keeps it
+            return True
+        return False
+
+    def _elapsed_ms(self) -> float:
+        return (self.clock() - self._started) * 1000
 
     def _draft(self, history: list[int], room: int) -> Draft | None:
         """Ask drafters in order (cheapest first); size the draft by expected gain,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +50,7 @@ from .types import (
     CompletionRequest,
     CompletionResult,
     ContextProvider,
+    Progress,
     RefactorRequest,
     RefactorResult,
     Speculation,
@@ -197,13 +199,13 @@ class SpeculativeEngine:
         grounding = _grounding(request)
         fim = self._fim_prompt(request, grounding)
         segments = self._tokenize_segments(fim)
-        self._enter_slot(("completion", request.path or ""), segments)
+        self._enter_slot(("completion", _slot_name(request)), segments)
         if 0 < self.config.quick_window_tokens < self.session.pending(segments, self.shift_reuse):
             # The full prompt is far from ready (an unseen file): answer from a
             # short window now; the idle warm-up evaluates the full one.
             fim = _quick_fim_prompt(request, grounding)
             segments = self._tokenize_segments(fim)
-            self._enter_slot(("quick", request.path or ""), segments)
+            self._enter_slot(("quick", _slot_name(request)), segments)
         sync, logits = self.session.sync(segments, shift_reuse=self.shift_reuse, cancel=cancel)
         self._keep_draft_in_step(segments, request.speculation, cancel)
         multiline = (
@@ -211,7 +213,9 @@ class SpeculativeEngine:
             if request.multiline is not None
             else is_multiline(request.text, request.cursor, grounding)
         )
-        stop = CompletionStop(request.text, request.cursor, multiline)
+        stop: StopRule = CompletionStop(request.text, request.cursor, multiline)
+        if request.on_progress is not None:
+            stop = _reporting(stop, request.on_progress, multiline, sync.prompt_tokens)
         corpus = self._completion_corpus(request, grounding, fim)
         return _PreparedCompletion(request, sync, logits, stop, corpus, multiline)
 
@@ -233,7 +237,7 @@ class SpeculativeEngine:
         if not record:  # an alternative: the prompt was paid for by the first one
             sync = SyncResult(sync.prompt_tokens, sync.prompt_tokens, 0, 0, 0.0)
         stats = self._stats(sync, outcome, started, request.speculation, record)
-        return CompletionResult(text=text, stats=stats)
+        return CompletionResult(text=text, stats=stats, timed_out=outcome.timed_out)
 
     def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
         """Evaluate the request's prompt into the KV cache exactly (no generation).
@@ -245,7 +249,7 @@ class SpeculativeEngine:
         check_text(request.text)
         fim = self._fim_prompt(request, _grounding(request))
         segments = self._tokenize_segments(fim)
-        self._enter_slot(("completion", request.path or ""), segments)
+        self._enter_slot(("completion", _slot_name(request)), segments)
         sync, _ = self.session.sync(segments, shift_reuse=False, cancel=cancel)
         if self.draft_session is not None:
             self.draft_session.sync(segments, shift_reuse=False, cancel=cancel)
@@ -340,7 +344,7 @@ class SpeculativeEngine:
         if self._provider is not None:
             query = request.text[max(0, request.cursor - 1500) : request.cursor]
             snippets = self._provider.related(request.path, query, 3)
-        key = request.path or ""
+        key = _slot_name(request)
         if key not in self._window_starts and self.disk_slots is not None:
             # After a restart: the saved slot's window, so its KV prefix matches.
             start = self.disk_slots.window_start(("completion", key))
@@ -443,6 +447,7 @@ class SpeculativeEngine:
             drafters,
             params,
             min_draft=0 if speculation == "auto" else 1,
+            max_ms=request.max_predict_ms if isinstance(request, CompletionRequest) else 0.0,
         )
         try:
             outcome = decoder.run(
@@ -526,7 +531,7 @@ class _PreparedCompletion:
     request: CompletionRequest
     sync: SyncResult
     logits: Logits  # the target's distribution for the first generated token
-    stop: CompletionStop
+    stop: StopRule
     corpus: list[list[int]]
     multiline: bool
 
@@ -547,6 +552,30 @@ def _quick_fim_prompt(request: CompletionRequest, grounding: Grounding) -> FimPr
         prefix_budget=QUICK_PREFIX_CHARS,
         suffix_budget=QUICK_SUFFIX_CHARS,
     )
+
+
+def _slot_name(request: CompletionRequest) -> str:
+    """Whose KV slot a completion uses: the one it names, else its document's."""
+    return request.slot or request.path or ""
+
+
+def _reporting(
+    stop: StopRule, report: Callable[[Progress], None], multiline: bool, prompt_tokens: int
+) -> StopRule:
+    """The stop rule, also reporting the text so far as it would be finished now:
+    the decode loop calls it after every accepted token, so streaming costs no
+    change to the loop."""
+    generated = 0
+
+    def rule(text: str) -> int | None:
+        nonlocal generated
+        generated += 1
+        cut = stop(text)
+        kept = text if cut is None else text[:cut]
+        report(Progress(finish_completion(kept, multiline), generated, prompt_tokens))
+        return cut
+
+    return rule
 
 
 def _state(session: Session) -> SessionState:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
 from .totals import Totals
 from .types import (
@@ -21,6 +22,7 @@ from .types import (
     CompletionResult,
     ContextProvider,
     EngineError,
+    Progress,
     RefactorRequest,
     RefactorResult,
     Stats,
@@ -49,11 +51,21 @@ class FakeEngine:
         self, request: CompletionRequest, cancel: CancelToken | None = None
     ) -> CompletionResult:
         _check_cursor(request.text, request.cursor)
+        # Protocol tests read which KV slot a request reached from the log.
+        log.info("fake completion in KV slot %r", request.slot or request.path or "")
         started = time.perf_counter()
-        out = self._decode(self.text[: max(0, request.max_tokens)], cancel)
-        stats = self._stats(request.text[: request.cursor], out, started, request.speculation)
+        prompt = request.text[: request.cursor]
+
+        def report(text: str) -> None:
+            if request.on_progress is not None:
+                request.on_progress(Progress(text, len(text), len(prompt)))
+
+        out, timed_out = self._generate(
+            self.text[: max(0, request.max_tokens)], cancel, request.max_predict_ms, report
+        )
+        stats = self._stats(prompt, out, started, request.speculation)
         self._totals.record(stats)
-        return CompletionResult(text=out, stats=stats)
+        return CompletionResult(text=out, stats=stats, timed_out=timed_out)
 
     def alternatives(
         self, request: CompletionRequest, n: int, cancel: CancelToken | None = None
@@ -101,13 +113,29 @@ class FakeEngine:
         return 0
 
     def _decode(self, text: str, cancel: CancelToken | None) -> str:
-        for _ in text:
+        return self._generate(text, cancel)[0]
+
+    def _generate(
+        self,
+        text: str,
+        cancel: CancelToken | None,
+        max_ms: float = 0.0,
+        report: Callable[[str], None] | None = None,
+    ) -> tuple[str, bool]:
+        """`text` one character ("token") at a time; (text, stopped by `max_ms`):
+        like the real decode loop, a time limit stops at a generated new line."""
+        started = time.perf_counter()
+        for i, char in enumerate(text):
             if cancel is not None and cancel.cancelled:
                 self._totals.record_cancelled()
                 raise Cancelled()
             if self.delay_ms_per_token:
                 time.sleep(self.delay_ms_per_token / 1000)
-        return text
+            if report is not None:
+                report(text[: i + 1])
+            if max_ms > 0 and char == "\n" and (time.perf_counter() - started) * 1000 > max_ms:
+                return text[: i + 1], True
+        return text, False
 
     @staticmethod
     def _stats(prompt: str, out: str, started: float, speculation: str) -> Stats:

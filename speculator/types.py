@@ -75,11 +75,30 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     # it): the server's documents keep theirs incrementally parsed. Called on
     # the engine's thread.
     tree: Callable[[], Any] | None = None
+    # The KV slot this request's cache is kept in; None: its `path`'s. The HTTP
+    # front door names one per client and document (lsp_server/http_slots.py).
+    slot: str | None = None
+    # Stop once decoding has run this long and a new line has been generated
+    # (llama-server's t_max_predict_ms); 0: no time limit.
+    max_predict_ms: float = 0.0
+    # Called on the engine's thread as tokens are accepted (streaming).
+    on_progress: Callable[[Progress], None] | None = None
 
 
-class CompletionResult(msgspec.Struct):
+class Progress(msgspec.Struct):
+    """A completion so far: the text it would be if decoding stopped now."""
+
+    text: str
+    generated_tokens: int
+    prompt_tokens: int
+
+
+class CompletionResult(msgspec.Struct, omit_defaults=True):
     text: str
     stats: Stats
+    # Stopped by `max_predict_ms`. Only HTTP requests set one; left out of the JSON
+    # when false, so the CLI's and LSP's result keys stay the contract's.
+    timed_out: bool = False
 
 
 class RefactorRequest(msgspec.Struct, kw_only=True):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -208,6 +209,68 @@ async def test_completion_streams_server_sent_events(
     assert [e["stop"] for e in events][-1] is True and "timings" in events[-1]
 
 
+async def test_completion_streams_text_as_the_engine_accepts_it(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    body = {"prompt": "x = ", "stream": True, "id_slot": 2}
+    async with http.post(server.url + "/completion", json=body) as response:
+        raw = await response.read()
+    # llama-server's bytes: "data: " + compact JSON + a blank line, per event
+    events = raw.split(b"\n\n")
+    assert events[-1] == b"" and all(e.startswith(b'data: {"index":0,') for e in events[:-1])
+    parsed = [json.loads(e[6:]) for e in events[:-1]]
+    partials, final = parsed[:-1], parsed[-1]
+    assert len(partials) > 3  # in pieces, not one event
+    assert "".join(p["content"] for p in partials) == FAKE_TEXT
+    assert list(partials[0]) == [
+        "index", "content", "tokens", "stop", "id_slot", "tokens_predicted", "tokens_evaluated"
+    ]  # fmt: skip
+    assert all(p["stop"] is False and p["id_slot"] == 2 for p in partials)
+    assert final["stop"] is True and final["content"] == "" and final["stop_type"] == "eos"
+    assert final["timings"]["predicted_n"] == len(FAKE_TEXT)
+
+
+async def test_t_max_predict_ms_stops_at_a_new_line_after_the_limit(
+    http: aiohttp.ClientSession,
+) -> None:
+    lines = "".join(f"line{i}\n" for i in range(40))  # 240 characters at 10 ms each
+    async with serve_http(GROUNDSPEC_FAKE_TEXT=lines, GROUNDSPEC_FAKE_DELAY_MS="10") as slow:
+        body = {"input_prefix": "a = 1\n", "n_predict": 400, "t_max_predict_ms": 300}
+        status, raw = await post(http, slow.url + "/infill", body)
+    answer = json.loads(raw)
+    assert status == 200 and answer["stop_type"] == "limit" and answer["truncated"] is False
+    # stopped at the first new line after 300 ms, which it keeps, as llama-server does
+    assert answer["content"].endswith("\n") and lines.startswith(answer["content"])
+    assert 30 <= len(answer["content"]) < len(lines) // 2
+
+
+async def _slot_lines(served: Served, at_least: int) -> list[str]:
+    """The KV slots the fake engine logged, once there are `at_least` of them."""
+    for _ in range(100):
+        found = re.findall(r"fake completion in KV slot '([^']*)'", b"".join(served.log).decode())
+        if len(found) >= at_least:
+            return found
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"only {len(found)} KV slot lines in the log")
+
+
+async def test_each_client_and_file_reaches_an_engine_slot_of_its_own(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    # Two editors on one machine (one client address), typing in two files.
+    file_a = "".join(f"def alpha_{i}(value):\n    return value * {i}\n" for i in range(30))
+    file_b = "".join(f"const beta{i} = compute({i}, 'beta');\n" for i in range(30))
+    before = len(await _slot_lines(server, 0))
+    for prefix in (file_a, file_b, file_a + "x", file_b + "y"):
+        body = {"input_prefix": prefix, "input_suffix": "\n", "n_predict": 2}
+        assert (await post(http, server.url + "/infill", body))[0] == 200
+    body = {"input_prefix": file_a, "n_predict": 2, "id_slot": 5}
+    assert (await post(http, server.url + "/infill", body))[0] == 200
+    a1, b1, a2, b2, own = (await _slot_lines(server, before + 5))[before : before + 5]
+    assert a1 == a2 and b1 == b2 and a1 != b1
+    assert a1.startswith("http peer:127.0.0.1 ") and own.startswith("http slot:5 ")
+
+
 async def test_llama_vscode_chat_edit_is_a_refactor_of_the_selection(
     server: Served, http: aiohttp.ClientSession
 ) -> None:
@@ -296,6 +359,7 @@ async def test_openai_completion_streams(client: openai.AsyncOpenAI) -> None:
     )
     chunks = [chunk async for chunk in stream]
     assert "".join(c.text for chunk in chunks for c in chunk.choices) == FAKE_TEXT
+    assert len(chunks) > 4  # streamed in pieces
     assert chunks[-2].choices[0].finish_reason == "stop"
     assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == len(FAKE_TEXT)
 

@@ -258,3 +258,38 @@ def test_the_draft_model_never_catches_up_on_a_whole_prompt() -> None:
     assert in_step.usable
     asked = DraftModelDrafter(_DraftSession([]), prompt)  # type: ignore[arg-type]
     assert asked.usable  # the user chose `draft`: it may catch up
+
+
+def _timed_decoder(truth: list[int], max_ms: float) -> tuple[Decoder, ModelledTarget]:
+    clock = Clock()
+    target = ModelledTarget([5, 6, 7, 8], truth, clock)
+    decoder = Decoder(
+        target,  # type: ignore[arg-type]
+        # token 9 is a new line; every token costs one modelled step (~20-30 ms)
+        token_bytes=lambda t: b"\n" if t == 9 else b" t%d" % t,
+        is_end=lambda t: t == END,
+        controller=Controller(),
+        drafters=[],
+        params=SamplingParams(),
+        clock=clock,
+        max_ms=max_ms,
+    )
+    return decoder, target
+
+
+def test_the_time_limit_stops_at_the_first_new_line_after_it() -> None:
+    # t_max_predict_ms as llama-server applies it: past the limit, the next new
+    # line (kept) ends the generation; before the limit a new line does not.
+    truth = [1, 9, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 9, 12, END]
+    decoder, target = _timed_decoder(truth, max_ms=3 * _curve(1))
+    out = decoder.run(target.first_logits(), max_tokens=64)
+    assert out.timed_out
+    assert out.tokens == truth[:10]  # through the second new line, the first after the limit
+    assert target.cells[4:] == out.tokens[:-1]  # as at any stop: the last one is not in the KV
+
+
+def test_without_a_new_line_the_time_limit_never_stops() -> None:
+    truth = [1, 2, 3, 4, 5, 6, 7, 8, END]
+    decoder, target = _timed_decoder(truth, max_ms=1.0)
+    out = decoder.run(target.first_logits(), max_tokens=64)
+    assert not out.timed_out and out.tokens == truth[:-1]

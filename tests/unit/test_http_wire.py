@@ -15,6 +15,8 @@ from lsp_server.http_wire import (
     finish,
     guess_language,
     nested_fields,
+    rest_of_line,
+    streamable,
 )
 
 
@@ -33,6 +35,17 @@ def test_n_indent_ends_at_a_line_less_indented_than_the_cursor() -> None:
 def test_the_token_limit_and_end_of_generation() -> None:
     assert finish("abc", [], 0, 3, 3).stop_type == "limit"
     assert finish("abc", [], 0, 8, 3).stop_type == "eos"
+    # t_max_predict_ms: llama-server reports a time limit as a limit, not truncated
+    assert finish("a\n", [], 0, 8, 2, timed_out=True).stop_type == "limit"
+
+
+def test_streamable_text_is_what_more_tokens_cannot_change() -> None:
+    assert streamable("def f(x):\n    return x", 0) == "def f(x):"  # complete lines
+    assert streamable("return foo(a, ", 0) == "return foo(a,"  # blanks wait for more
+    # the last characters could still start a stop string or the rest of the line
+    assert streamable("value + b", 2) == "value +"
+    assert streamable("ab", 3) == ""
+    assert rest_of_line("x = f()\ny", 6) == ")" and rest_of_line("abc", 3) == ""
 
 
 def test_response_fields_pick_nested_values_under_their_path() -> None:

@@ -1,0 +1,78 @@
+"""Which engine KV slot an HTTP request uses: one per client and document.
+
+The engine keeps one live KV sequence and saves the others as slots
+(speculator/slots.py); a request names its slot. LSP requests name their
+document. HTTP clients (llama.vim, llama.vscode) do not say which file they are
+in: they send a window of it (`input_prefix`, `prompt`, `input_suffix`). So a
+request's document is recognised by its text: the client's recent document
+whose distinctive lines the request's window shares most (at least half of
+them) is the same one, else it is a new one. This is llama-server's slot choice
+by prompt similarity, on lines instead of tokens, and keeps two editors (one
+client address) typing in two files from re-evaluating each other's prompt.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict
+
+from msgspec import Struct
+
+MAX_DOCUMENTS = 16  # remembered documents, all clients together (least recent go)
+SAME_DOCUMENT = 0.5  # share of distinctive lines two windows of one file have in common
+MIN_LINE_CHARS = 8  # shorter lines ("}", "return x") are too common to tell files apart
+
+
+class _Document(Struct):
+    client: str
+    lines: frozenset[int]
+
+
+class SlotRouter:
+    """Names the engine slot for a request from its client key and its text."""
+
+    def __init__(self, max_documents: int = MAX_DOCUMENTS) -> None:
+        self.max_documents = max_documents
+        self._documents: OrderedDict[str, _Document] = OrderedDict()
+        self._numbers = itertools.count(1)
+
+    def route(self, client: str, text: str, filename: str | None = None) -> str:
+        """The slot name for `client`'s request over `text` (a window of a file)."""
+        if filename:
+            return self._touch(f"http {client} {filename}", client, frozenset())
+        lines = distinctive_lines(text)
+        mine = [(name, doc) for name, doc in self._documents.items() if doc.client == client]
+        if not lines:  # nothing to recognise it by: the client's latest document
+            name = mine[-1][0] if mine else self._new_name(client)
+            return self._touch(name, client, self._documents.get(name, _EMPTY).lines)
+        best, best_share = "", 0.0
+        for name, document in mine:
+            if document.lines:
+                share = len(lines & document.lines) / min(len(lines), len(document.lines))
+                if share > best_share:
+                    best, best_share = name, share
+        if best_share < SAME_DOCUMENT:
+            best = self._new_name(client)
+        return self._touch(best, client, lines)
+
+    def _new_name(self, client: str) -> str:
+        return f"http {client} #{next(self._numbers)}"
+
+    def _touch(self, name: str, client: str, lines: frozenset[int]) -> str:
+        self._documents.pop(name, None)
+        self._documents[name] = _Document(client, lines)
+        while len(self._documents) > self.max_documents:
+            self._documents.popitem(last=False)
+        return name
+
+
+_EMPTY = _Document("", frozenset())
+
+
+def distinctive_lines(text: str) -> frozenset[int]:
+    """Hashes of the lines long enough to tell one file from another."""
+    return frozenset(
+        hash(stripped)
+        for line in text.split("\n")
+        if len(stripped := line.strip()) >= MIN_LINE_CHARS
+    )
