@@ -405,3 +405,33 @@ def test_cli_complete_through_the_backend(fake: tuple[Fake, str], tmp_path: Any)
     assert result["text"] == "area(w, h) * d" and set(result["stats"]) == STATS_KEYS
     assert [r[0] for r in state.requests if r[1]] == ["/completion"]  # the flag beat the env
 
+
+def test_cli_bench_through_the_backend(fake: tuple[Fake, str]) -> None:
+    """`groundspec bench --backend`: the tasks go to the server, one mode (the server
+    chooses its speculation), no local peer; the in-process-only benches say why not."""
+    state, url = fake
+    state.pieces = ["def f():\n", "    return 1\n", "```"]
+    cli = "from lsp_server.cli import main; main()"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    common = ["bench", "--backend", "llama-server", "--backend-url", url]
+    out = subprocess.run(
+        [sys.executable, "-c", cli, *common, "--kind", "refactor", "--limit", "1", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert [run["mode"] for run in report["runs"]] == ["auto"] and report["peer"] == []
+    assert report["runs"][0]["stats"]["speculation"] == "ngram-mod"
+    assert "`llama-server` backend" in report["peer_note"]
+    assert [r[0] for r in state.requests if r[1]] == ["/completion"]
+    replay = subprocess.run(
+        [sys.executable, "-c", cli, *common, "--replay"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert replay.returncode != 0 and "python -m bench.remote" in replay.stderr
