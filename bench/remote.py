@@ -187,7 +187,7 @@ def main() -> None:
         if args.output:
             Path(args.output).write_text("\n".join(lines) + "\n")
 
-    from .engine import SpeculativeEngine
+    from speculator.engine import SpeculativeEngine
 
     local = SpeculativeEngine.load(EngineConfig())
     local_rows = replay(local, args.keystrokes)

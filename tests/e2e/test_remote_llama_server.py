@@ -164,7 +164,7 @@ def test_a_keystroke_costs_the_server_a_few_tokens(engine: LlamaServerEngine) ->
     keystroke: the typed text extends the cached prompt instead of being inserted."""
     text = SOURCE + MORE_METHODS
     path = "/work/project/keystrokes.py"
-    assert engine.warm(CompletionRequest(text=text, cursor=CURSOR, path=path)) > 100
+    engine.warm(CompletionRequest(text=text, cursor=CURSOR, path=path))  # didOpen's pre-warm
     for typed in ["2", "2 ", "2 *"]:
         keyed = text[:CURSOR] + typed + text[CURSOR:]
         stats = engine.complete(
