@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -77,7 +78,7 @@ def remote(url: str) -> LlamaServerEngine:
     return engine
 
 
-def replay(engine: Engine, limit: int, path_prefix: str = "replay") -> list[dict[str, float]]:
+def replay(engine: Engine, limit: int, path_prefix: str = "replay") -> list[dict[str, Any]]:
     """Each region re-typed; one completion (24 tokens, `auto`) per keystroke."""
     rows = []
     for file, line, n in REGIONS:
@@ -88,24 +89,31 @@ def replay(engine: Engine, limit: int, path_prefix: str = "replay") -> list[dict
             text = base[:at] + region[:i] + base[at:]
             req = CompletionRequest(text=text, cursor=at + i, path=path, max_tokens=24)
             started = time.perf_counter()
-            stats = engine.complete(req).stats
+            result = engine.complete(req)
+            stats = result.stats
             rows.append(
                 {
                     "ms": (time.perf_counter() - started) * 1000,
                     "prompt": stats.prompt_tokens,
                     "evaluated": stats.prompt_tokens - stats.reused_prompt_tokens,
+                    "first_line": result.text.strip().split("\n")[0],
                 }
             )
     return rows
 
 
-def replay_row(name: str, rows: list[dict[str, float]]) -> str:
+def replay_row(name: str, rows: list[dict[str, Any]], local: list[dict[str, Any]]) -> str:
+    """One table row; `same first line` compares each answer with the local engine's
+    answer to the same keystroke (the local engine's own row says n/a)."""
     ms = [r["ms"] for r in rows]
     evaluated = [r["evaluated"] for r in rows]
+    pairs = zip(rows, local, strict=True)
+    agree = sum(mine["first_line"] == theirs["first_line"] for mine, theirs in pairs)
+    same = "n/a" if rows is local else f"{agree}/{len(rows)}"
     return (
         f"| {name} | {len(rows)} | {statistics.median(r['prompt'] for r in rows):.0f} | "
         f"{statistics.median(evaluated):.0f} / {statistics.mean(evaluated):.1f} | "
-        f"{percentile(ms, 50):.0f} | {percentile(ms, 95):.0f} |"
+        f"{percentile(ms, 50):.0f} | {percentile(ms, 95):.0f} | {same} |"
     )
 
 
@@ -179,18 +187,20 @@ def main() -> None:
         if args.output:
             Path(args.output).write_text("\n".join(lines) + "\n")
 
-    from .engine import SpeculativeEngine
+    from speculator.engine import SpeculativeEngine
 
     local = SpeculativeEngine.load(EngineConfig())
+    local_rows = replay(local, args.keystrokes)
     emit(
         "## Keystroke replay, local against remote (same model, same keystrokes)",
         "",
-        "| engine | requests | prompt tokens (median) | evaluated per keystroke (median / mean) | p50 ms | p95 ms |",
-        "|---|---|---|---|---|---|",
-        replay_row("local (in-process)", replay(local, args.keystrokes)),
+        "| engine | requests | prompt tokens (median) | evaluated per keystroke (median / mean) | p50 ms | p95 ms | same first line as local |",
+        "|---|---|---|---|---|---|---|",
+        replay_row("local (in-process)", local_rows, local_rows),
     )
     with llama_server(slots=4, speculation=True) as url:
-        emit(replay_row("llama-server, ngram-mod, 4 slots", replay(remote(url), args.keystrokes)))
+        remote_rows = replay(remote(url), args.keystrokes)
+        emit(replay_row("llama-server, ngram-mod, 4 slots", remote_rows, local_rows))
         emit(
             "",
             "## Four editors against one 4-slot llama-server",

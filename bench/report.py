@@ -109,7 +109,7 @@ def summarize(report: Report) -> Summary:
                     "worst_task": worst,
                     "acceptance": round(accepted / drafted, 3) if drafted else None,
                     "drafted": drafted,
-                    "identical": f"{same}/{len(runs)}",
+                    "identical": f"{same}/{len(runs)}" if base else "n/a (no off)",
                 }
     return out
 
@@ -169,6 +169,13 @@ def threads_used(config: EngineConfig) -> str:
     return f"{threads} CPU threads used by llama.cpp (fixed)"
 
 
+def config_note(config: EngineConfig) -> str:
+    return (
+        f"Engine: the `{config.backend}` backend at {config.backend_url or 'its default URL'} "
+        "(the machine line above is the client's; the server's threads and GPU are its own)."
+    )
+
+
 def markdown(report: Report, summary: Summary, config: EngineConfig) -> str:
     load = (
         "**Under load:** a CPU-bound process spun on one core for the whole run, "
@@ -183,6 +190,7 @@ def markdown(report: Report, summary: Summary, config: EngineConfig) -> str:
         f"{platform.system()} {platform.release()}; GPU layers: {config.n_gpu_layers or 0}. "
         f"Run at {time.strftime('%Y-%m-%d %H:%M')}, `groundspec bench`. {load}",
         "",
+        *([config_note(config), ""] if config.backend != "local" else []),
         "Decode tokens/s are summed over tasks; speedup is each task's decode tokens/s over `off`'s "
         "in the same run (median, and the worst task); acceptance = accepted / drafted tokens; "
         "identical = text equal to `off`'s. Tasks sit in a fixed dev or test split "

@@ -79,6 +79,14 @@ def bench_tasks(kind: str, split: str, limit: int) -> list[Task]:
 
 
 def main(args: argparse.Namespace, config: EngineConfig) -> int:
+    chosen = [flag for flag in ("replay", "workspace", "simulate") if getattr(args, flag)]
+    if config.backend != "local" and chosen:
+        raise SystemExit(
+            f"--{chosen[0]} measures the in-process engine (its KV variants, its model time), "
+            f"not the `{config.backend}` backend: the side-by-side keystroke replay against a "
+            "llama-server is `python -m bench.remote`; `groundspec bench --backend ...` runs "
+            "the completion and refactor tasks through the server"
+        )
     if args.replay:
         from .replay import run_replay
 
@@ -99,9 +107,20 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
             f"{', '.join((*SPECULATION_MODES, 'peer'))}"
         )
     tasks = bench_tasks(args.kind, args.split, args.limit)
+    remote_note = ""
+    if config.backend != "local":
+        # The server decides how it speculates: groundspec's modes would all send the
+        # same request, and the peer (a local llama-server) measures another thing.
+        remote_note = (
+            f"Skipped: the engine is the `{config.backend}` backend, whose server chooses its "
+            "own speculation (the `speculation` stat); one mode (`auto`) was run."
+        )
+        log.warning("%s", remote_note)
+        modes = ["auto"]
     with CpuLoad(args.load) as load:
         ours = [m for m in modes if m != "peer"]
         report = run_modes(config, tasks, ours, args.record_traces, load.enabled)
+        report.peer_note = remote_note
         if "peer" in modes:
             add_peer(config, report)
         if load.enabled and not load.running:

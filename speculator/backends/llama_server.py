@@ -1,9 +1,14 @@
-"""llama.cpp's llama-server as the engine: `/infill` for completions, `/completion`
-for refactors, each document pinned to a slot whose prompt cache stays warm.
+"""llama.cpp's llama-server as the engine: `/completion` for completions and
+refactors, each document pinned to a slot whose prompt cache stays warm.
 
-The grounding travels in the request: the workspace snippets and tree-sitter
-spans go in `input_extra`, so they sit in the server's prompt where its own
-n-gram speculation (`--spec-type ngram-mod`) can draft from them.
+Completions send groundspec's raw Qwen FIM prompt, split at the typing run's
+anchor (what was typed since starts the FIM middle, see TypingAnchors), rather
+than `/infill`: `/infill` puts the text at the cursor before the FIM suffix, so
+each keystroke inserts tokens there and the server evaluates the whole suffix
+again (its chunk reuse only skips tokens of the cached prompt). The grounding
+still travels in the request: the workspace snippets and tree-sitter spans sit
+in the prompt's repository header, where the server's own n-gram speculation
+(`--spec-type ngram-mod`) can draft from them.
 """
 
 from __future__ import annotations
@@ -21,8 +26,9 @@ log = logging.getLogger(__name__)
 
 DEFAULT_URL = "http://127.0.0.1:8080"  # llama-server's own default
 VERSION = "0.3.36"  # the llama-cpp-python sdist whose vendored llama.cpp .ci/llama-server.sh builds
-# Reuse KV chunks of at least this many tokens by shifting them (the FIM suffix moves
-# with every keystroke); llama.vim's recommended `--cache-reuse` is of this order.
+# Reuse KV chunks of at least this many tokens by shifting them when tokens of the
+# cached prompt are gone (a snippet or span left the repository header, the window
+# moved on); a keystroke itself only appends (TypingAnchors).
 N_CACHE_REUSE = 64
 
 
@@ -66,17 +72,17 @@ class LlamaServerEngine(RemoteEngine):
         self, request: CompletionRequest, context: CompletionContext, cancel: CancelToken | None
     ) -> Generation:
         key = f"complete:{request.path or ''}"
-        body = self._infill_body(request, context, request.max_tokens)
+        body = self._fim_body(request, context, request.max_tokens)
         if not context.multiline:
             body["stop"] = ["\n"]  # the server ends the line itself and sends its counts
-        return self._run("/infill", body, key, context.stop, cancel)
+        return self._run("/completion", body, key, context.stop, cancel)
 
     def warm_prompt(
         self, request: CompletionRequest, context: CompletionContext, cancel: CancelToken | None
     ) -> Counts:
         key = f"complete:{request.path or ''}"
-        body = self._infill_body(request, context, 0)  # n_predict 0: evaluate and cache only
-        return self._run("/infill", body, key, lambda _: None, cancel).counts
+        body = self._fim_body(request, context, 0)  # n_predict 0: evaluate and cache only
+        return self._run("/completion", body, key, lambda _: None, cancel).counts
 
     def generate_refactor(
         self,
@@ -95,14 +101,11 @@ class LlamaServerEngine(RemoteEngine):
         }
         return self._run("/completion", body, f"refactor:{request.path or ''}", stop, cancel)
 
-    def _infill_body(
+    def _fim_body(
         self, request: CompletionRequest, context: CompletionContext, n_predict: int
     ) -> dict[str, Any]:
         return {
-            "input_prefix": context.fim.prefix,
-            "input_suffix": context.fim.suffix,
-            "input_extra": [{"filename": s.path, "text": s.text} for s in context.extras],
-            "prompt": "",
+            "prompt": context.raw_prompt,
             "n_predict": n_predict,
             **_sampling(request.temperature, request.top_p, request.top_k, request.seed),
             **_cache_fields(),

@@ -9,6 +9,7 @@ how the server's events read.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 
 MAX_SPANS = 2  # tree-sitter spans sent beside the workspace snippets
 MAX_PINS = 256
+MAX_ANCHORS = 32  # documents whose typing run is remembered (each holds its text)
+MAX_TYPED_CHARS = 512  # a longer run starts a new anchor: the prompt window moves on
 
 StopRule = Callable[[str], int | None]
 
@@ -58,14 +61,67 @@ class Counts(msgspec.Struct):
 class CompletionContext:
     """The grounded prompt of one completion, in both shapes the servers take."""
 
-    fim: FimPrompt  # the raw Qwen FIM prompt's segments (OpenAI-compatible servers)
-    extras: list[Snippet]  # workspace snippets + tree-sitter spans (llama-server's input_extra)
+    fim: FimPrompt  # the raw Qwen FIM prompt's segments, split at the typing run's anchor
+    extras: list[Snippet]  # workspace snippets + tree-sitter spans (in fim's header)
     multiline: bool
     stop: CompletionStop
+    typed: str = ""  # typed since the anchor: the start of the FIM middle
 
     @property
     def raw_prompt(self) -> str:
-        return "".join(special + text for special, text in self.fim.segments)
+        return "".join(special + text for special, text in self.fim.segments) + self.typed
+
+
+@dataclass
+class Anchor:
+    """Where a document's typing run started, and the prompt built there."""
+
+    text: str
+    cursor: int
+    fim: FimPrompt
+    extras: list[Snippet]
+
+    def typed(self, text: str, cursor: int) -> str | None:
+        """What was typed at the anchor since, if that is all that changed and the
+        cursor is at its end (backspacing within the run included); else None."""
+        head, tail = self.text[: self.cursor], self.text[self.cursor :]
+        run = len(text) - len(self.text)
+        if not 0 <= run <= MAX_TYPED_CHARS or cursor != self.cursor + run:
+            return None
+        if not (text.startswith(head) and text.endswith(tail)):
+            return None
+        return text[self.cursor : cursor]
+
+
+class TypingAnchors:
+    """Each document's typing run, so the prompt grows only at its end.
+
+    A server's prompt cache keeps the longest common prefix (llama-server's chunk
+    reuse can skip tokens the cached prompt had, never tokens the new one
+    inserts). With the cursor text in the FIM prefix, a keystroke inserts before
+    `<|fim_suffix|>` and the whole suffix is evaluated again. So the prompt is
+    split where typing started, and what was typed since begins the FIM middle
+    (`<|fim_prefix|>P<|fim_suffix|>S<|fim_middle|>typed`, the layout the model
+    learned): a keystroke appends to the prompt and costs the server a few tokens."""
+
+    def __init__(self) -> None:
+        self._anchors: OrderedDict[str, Anchor] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def find(self, key: str, text: str, cursor: int) -> tuple[Anchor, str] | None:
+        with self._lock:
+            anchor = self._anchors.get(key)
+        if anchor is None:
+            return None
+        typed = anchor.typed(text, cursor)
+        return None if typed is None else (anchor, typed)
+
+    def set(self, key: str, anchor: Anchor) -> None:
+        with self._lock:
+            self._anchors[key] = anchor
+            self._anchors.move_to_end(key)
+            while len(self._anchors) > MAX_ANCHORS:
+                self._anchors.popitem(last=False)
 
 
 class Generation:
@@ -126,6 +182,7 @@ class RemoteEngine:
     def __init__(self, transport: Transport):
         self.transport = transport
         self.pins = SlotPins()
+        self.anchors = TypingAnchors()
         self._totals = Totals()
         self._provider: ContextProvider | None = None
 
@@ -209,9 +266,26 @@ class RemoteEngine:
         raise NotImplementedError
 
     def completion_context(self, request: CompletionRequest) -> CompletionContext:
-        """The same grounding the local engine uses: window, snippets, spans, stop rule."""
+        """The same grounding the local engine uses: window, snippets, spans, stop
+        rule; the prompt split at the document's typing anchor (TypingAnchors)."""
         check_completion(request)
         grounding = Grounding(request.text, request.language_id)
+        key = request.path or ""
+        found = self.anchors.find(key, request.text, request.cursor)
+        if found is None:
+            anchor = self._anchor(request, grounding)
+            self.anchors.set(key, anchor)
+            found = (anchor, "")
+        anchor, typed = found
+        multiline = (
+            request.multiline
+            if request.multiline is not None
+            else is_multiline(request.text, request.cursor, grounding)
+        )
+        stop = CompletionStop(request.text, request.cursor, multiline)
+        return CompletionContext(anchor.fim, anchor.extras, multiline, stop, typed)
+
+    def _anchor(self, request: CompletionRequest, grounding: Grounding) -> Anchor:
         snippets: list[Snippet] = []
         if self._provider is not None:
             query = request.text[max(0, request.cursor - 1500) : request.cursor]
@@ -220,13 +294,7 @@ class RemoteEngine:
         spans = _spans_outside(grounding, request, window.prefix + window.suffix)
         extras = _fit(snippets + spans, SNIPPET_BUDGET_CHARS)
         fim = build_fim(request.text, request.cursor, grounding, extras, request.path)
-        multiline = (
-            request.multiline
-            if request.multiline is not None
-            else is_multiline(request.text, request.cursor, grounding)
-        )
-        stop = CompletionStop(request.text, request.cursor, multiline)
-        return CompletionContext(fim=fim, extras=extras, multiline=multiline, stop=stop)
+        return Anchor(request.text, request.cursor, fim, extras)
 
     def _stats(self, generation: Generation, started: float) -> Stats:
         c = generation.counts

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import msgspec
 import pytest
 import pytest_lsp
 from contract import STATS_KEYS
@@ -144,6 +145,33 @@ def test_completion_with_warm_cache_and_server_stats(engine: LlamaServerEngine) 
         totals["requests"] == 2
         and totals["promptTokens"] == stats.prompt_tokens + second.prompt_tokens
     )
+
+
+MORE_METHODS = """
+    def diameter(self) -> float:
+        return 2 * self.radius
+
+    def scaled(self, factor: float) -> "Circle":
+        return Circle(self.radius * factor)
+
+    def __repr__(self) -> str:
+        return f"Circle(radius={self.radius!r})"
+"""
+
+
+def test_a_keystroke_costs_the_server_a_few_tokens(engine: LlamaServerEngine) -> None:
+    """The FIM suffix (the methods below the cursor) is not evaluated again per
+    keystroke: the typed text extends the cached prompt instead of being inserted."""
+    text = SOURCE + MORE_METHODS
+    path = "/work/project/keystrokes.py"
+    engine.warm(CompletionRequest(text=text, cursor=CURSOR, path=path))  # didOpen's pre-warm
+    for typed in ["2", "2 ", "2 *"]:
+        keyed = text[:CURSOR] + typed + text[CURSOR:]
+        stats = engine.complete(
+            CompletionRequest(text=keyed, cursor=CURSOR + len(typed), path=path, max_tokens=4)
+        ).stats
+        evaluated = stats.prompt_tokens - stats.reused_prompt_tokens
+        assert stats.prompt_tokens > 100 and evaluated <= 4, (typed, msgspec.to_builtins(stats))
 
 
 def test_refactor_through_completion(engine: LlamaServerEngine) -> None:

@@ -191,9 +191,9 @@ def test_completion_sends_grounding_and_maps_stats(fake: tuple[Fake, str]) -> No
     result = engine.complete(completion())
     # The single-line stop rule ends at the newline; the rest was never read.
     assert result.text == "area(w, h) * d"
-    body = posts(state)[0]
-    assert body["input_prefix"].endswith("    return ")
-    assert body["input_suffix"] == "\n"
+    path, body, _ = [r for r in state.requests if r[1]][0]
+    assert path == "/completion"
+    assert body["prompt"].endswith("    return <|fim_suffix|>\n<|fim_middle|>")
     assert body["cache_prompt"] is True and body["n_cache_reuse"] > 0
     assert body["stop"] == ["\n"] and body["stream"] is True
     stats = msgspec.to_builtins(result.stats)
@@ -206,7 +206,28 @@ def test_completion_sends_grounding_and_maps_stats(fake: tuple[Fake, str]) -> No
     }
 
 
-def test_spans_and_snippets_travel_in_input_extra(fake: tuple[Fake, str]) -> None:
+def test_a_keystroke_only_appends_to_the_prompt(fake: tuple[Fake, str]) -> None:
+    """What was typed since the anchor starts the FIM middle, so the server's
+    cached prompt stays a prefix and a keystroke costs it a few tokens."""
+    state, url = fake
+    engine = llama(url)
+    engine.warm(completion())
+    for typed in ["w", "w ", "w *", "w "]:  # typing, then a backspace
+        text = SOURCE[:CURSOR] + typed + SOURCE[CURSOR:]
+        engine.complete(
+            CompletionRequest(text=text, cursor=CURSOR + len(typed), path="/w/shapes.py")
+        )
+    prompts = [body["prompt"] for body in posts(state)]
+    assert prompts == [prompts[0] + typed for typed in ["", "w", "w ", "w *", "w "]]
+    # Elsewhere in the document: a new anchor, the cursor text back in the FIM prefix.
+    engine.complete(
+        CompletionRequest(text=SOURCE, cursor=SOURCE.index("w * h"), path="/w/shapes.py")
+    )
+    assert "    return <|fim_suffix|>w * h\n" in posts(state)[-1]["prompt"]
+    assert posts(state)[-1]["prompt"].endswith("    return \n<|fim_middle|>")
+
+
+def test_spans_and_snippets_travel_in_the_prompt(fake: tuple[Fake, str]) -> None:
     state, url = fake
     engine = llama(url)
 
@@ -218,10 +239,11 @@ def test_spans_and_snippets_travel_in_input_extra(fake: tuple[Fake, str]) -> Non
     far = "def volume_of(w, h, d):\n    return w * h * d\n\n" + "x = 1\n" * 800
     text = far + SOURCE
     engine.complete(CompletionRequest(text=text, cursor=len(far) + CURSOR, path="/w/shapes.py"))
-    extras = posts(state)[0]["input_extra"]
-    assert extras[0] == {"filename": "/w/units.py", "text": "CM_PER_M = 100\n"}
+    prompt = posts(state)[0]["prompt"]
+    header, window = prompt.split("<|fim_prefix|>")
+    assert header.startswith("<|repo_name|>groundspec\n<|file_sep|>/w/units.py\nCM_PER_M = 100\n")
     # The similar definition lies outside the prompt window: it comes as a span.
-    assert any("def volume_of" in e["text"] for e in extras[1:])
+    assert "def volume_of" in header and "def volume_of" not in window
 
 
 def test_each_document_keeps_the_slot_the_server_gave_it(fake: tuple[Fake, str]) -> None:
@@ -381,4 +403,35 @@ def test_cli_complete_through_the_backend(fake: tuple[Fake, str], tmp_path: Any)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["text"] == "area(w, h) * d" and set(result["stats"]) == STATS_KEYS
-    assert [r[0] for r in state.requests if r[1]] == ["/infill"]  # the flag beat the env
+    assert [r[0] for r in state.requests if r[1]] == ["/completion"]  # the flag beat the env
+
+
+def test_cli_bench_through_the_backend(fake: tuple[Fake, str]) -> None:
+    """`groundspec bench --backend`: the tasks go to the server, one mode (the server
+    chooses its speculation), no local peer; the in-process-only benches say why not."""
+    state, url = fake
+    state.pieces = ["def f():\n", "    return 1\n", "```"]
+    cli = "from lsp_server.cli import main; main()"
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    common = ["bench", "--backend", "llama-server", "--backend-url", url]
+    out = subprocess.run(
+        [sys.executable, "-c", cli, *common, "--kind", "refactor", "--limit", "1", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert [run["mode"] for run in report["runs"]] == ["auto"] and report["peer"] == []
+    assert report["runs"][0]["stats"]["speculation"] == "ngram-mod"
+    assert "`llama-server` backend" in report["peer_note"]
+    assert [r[0] for r in state.requests if r[1]] == ["/completion"]
+    replay = subprocess.run(
+        [sys.executable, "-c", cli, *common, "--replay"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert replay.returncode != 0 and "python -m bench.remote" in replay.stderr
