@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 
 from .totals import Totals
 from .types import (
@@ -40,6 +41,8 @@ class FakeEngine:
         self.warm_ms = 0.0  # how long a warm-up takes (tests of its cancellation)
         self.cancelled_warms = 0
         self.persisted = 0  # persist() calls, for tests of the shutdown path
+        # The last complete() calls, for tests (bounded: flood tests send many).
+        self.requests: deque[CompletionRequest] = deque(maxlen=8)
         self._totals = Totals()
 
     def set_context_provider(self, provider: ContextProvider | None) -> None:
@@ -49,6 +52,7 @@ class FakeEngine:
         self, request: CompletionRequest, cancel: CancelToken | None = None
     ) -> CompletionResult:
         _check_cursor(request.text, request.cursor)
+        self.requests.append(request)
         started = time.perf_counter()
         out = self._decode(self.text[: max(0, request.max_tokens)], cancel)
         stats = self._stats(request.text[: request.cursor], out, started, request.speculation)

@@ -1,10 +1,14 @@
+import re
+
 from speculator.grounding import Grounding
 from speculator.prompt import (
     FIM_MIDDLE,
     FIM_PREFIX,
     FIM_SUFFIX,
     SNIPPET_BUDGET_CHARS,
+    FimPrompt,
     build_fim,
+    build_quick_fim,
     prefix_window_start,
 )
 from speculator.types import Snippet
@@ -42,19 +46,60 @@ def test_a_large_snippet_is_cut_to_the_budget_not_dropped() -> None:
     assert len(header) < SNIPPET_BUDGET_CHARS + 100  # the path and separators
 
 
-def test_the_quick_window_is_a_short_prompt_around_the_cursor() -> None:
-    """Issue 12: the first suggestion on an unseen file comes from ~300 tokens."""
-    from speculator.grounding import Grounding
-    from speculator.prompt import QUICK_PREFIX_CHARS, QUICK_SUFFIX_CHARS, build_fim
+def words(text: str) -> int:
+    """A stand-in tokenizer: one token per word or symbol run."""
+    return len(re.findall(r"\w+|[^\w\s]+", text))
 
-    text = "".join(f"line_{i} = {i}\n" for i in range(2000))
-    cursor = len(text) // 2
-    grounding = Grounding(text, "python", None)
-    full = build_fim(text, cursor, grounding, [], "a.py")
-    quick = build_fim(
-        text, cursor, grounding, [], "a.py",
-        prefix_budget=QUICK_PREFIX_CHARS, suffix_budget=QUICK_SUFFIX_CHARS,
-    )  # fmt: skip
-    assert len(quick.prefix) <= QUICK_PREFIX_CHARS < len(full.prefix)
-    assert len(quick.suffix) <= QUICK_SUFFIX_CHARS < len(full.suffix)
-    assert full.prefix.endswith(quick.prefix) and full.suffix.startswith(quick.suffix)
+
+QUICK_CODE = (
+    "import os\n\n\n"
+    + "".join(f"def helper_{i}(x):\n    return x * {i}\n\n\n" for i in range(50))
+    + "class Parser:\n"
+    + "    def __init__(self, source):\n        self.source = source\n\n"
+    + "    def parse(self, text,\n              strict=False):\n"
+    + "".join(f"        value_{i} = text.split()[{i}]\n" for i in range(60))
+    + "        return value_0\n"
+    + "".join(f"\n\ndef tail_{i}():\n    pass\n" for i in range(50))
+)
+
+
+def quick(cursor: int, budget: int = 120, start: int | None = None) -> FimPrompt:
+    return build_quick_fim(
+        QUICK_CODE, cursor, Grounding(QUICK_CODE, "python"), budget, words, start
+    )
+
+
+def test_the_quick_window_holds_the_scope_headers_and_the_lines_before_the_cursor() -> None:
+    """Issue 12: a short prompt that still says where the cursor is."""
+    cursor = QUICK_CODE.index("value_50 = ") + len("value_50 = ")
+    fim = quick(cursor)
+    prefix = fim.segments[0][1]
+    # The class and the method signature (two lines), then the nearest lines.
+    assert prefix.startswith(
+        "class Parser:\n    def parse(self, text,\n              strict=False):\n"
+    )
+    assert prefix.endswith("        value_49 = text.split()[49]\n        value_50 = ")
+    assert "value_10 " not in prefix and "helper_" not in prefix and "__init__" not in prefix
+    assert fim.suffix.startswith("text.split()[50]\n        value_51")
+    total = sum(words(text) for _, text in fim.segments)
+    assert 100 <= total <= 120  # the budget, nearly spent
+    assert fim.window_start is not None and QUICK_CODE[fim.window_start - 1] == "\n"
+
+
+def test_the_quick_window_start_stays_put_while_typing() -> None:
+    """Its first line is kept while it fits, so keystrokes reuse the KV."""
+    cursor = QUICK_CODE.index("value_50 = ") + len("value_50 = ")
+    first = quick(cursor)
+    typed = quick(cursor + 2, start=first.window_start)
+    assert typed.window_start == first.window_start
+    assert typed.segments[0][1].startswith(first.segments[0][1])
+    far = quick(QUICK_CODE.index("value_59 = "), start=first.window_start)
+    assert far.window_start != first.window_start  # ten lines on: a new window
+
+
+def test_the_quick_window_near_the_top_or_on_a_huge_line() -> None:
+    top = quick(QUICK_CODE.index("def helper_1"))
+    assert top.segments[0][1].startswith("import os")  # no scope: just the lines before
+    line = "x = [" + ", ".join(str(i) for i in range(3000)) + "]"
+    fim = build_quick_fim(line, len(line) - 1, Grounding(line, "python"), 64, words)
+    assert words(fim.segments[0][1]) <= 64 and line[: len(line) - 1].endswith(fim.prefix)
