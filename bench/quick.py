@@ -5,8 +5,9 @@ with the original text and with each other.
     python -m bench.quick [--split dev|test|all] [--budgets 128,192,256] [--small]
                           [--full-cache FILE] [--output FILE]
 
-A budget may end in `-noscope`: the lines before the cursor alone, without the
-enclosing scopes' first lines. The full prompt's results do not depend on the
+A budget may end in `-noscope` (the lines before the cursor alone, without the
+enclosing scopes' first lines) or `-defs` (plus the lines that define the names
+used before the cursor). The full prompt's results do not depend on the
 window, so `--full-cache` keeps them between runs (tuning several windows on dev).
 """
 
@@ -30,13 +31,15 @@ from .tasks import SPLITS, Task, completion_tasks, select
 
 Result = tuple[str, int, float]  # (text, prompt tokens, total ms)
 HEADER_SHARE = prompt.QUICK_HEADER_SHARE
+DEFINITION_SHARE = prompt.QUICK_DEFINITION_SHARE or 0.15
 
 
 def complete(engine: SpeculativeEngine, task: Task, variant: str) -> Result:
     """One completion from a cold cache, as on an unseen file."""
     budget = 0 if variant == "full" else int(variant.split("-")[0])
     engine.config = msgspec.structs.replace(engine.config, quick_window_tokens=budget)
-    prompt.QUICK_HEADER_SHARE = 0.0 if variant.endswith("-noscope") else HEADER_SHARE
+    prompt.QUICK_HEADER_SHARE = 0.0 if "-noscope" in variant else HEADER_SHARE
+    prompt.QUICK_DEFINITION_SHARE = DEFINITION_SHARE if "-defs" in variant else 0.0
     request = CompletionRequest(
         text=task.text,
         cursor=task.start,

@@ -24,6 +24,7 @@ from .postprocess import CompletionStop, finish_completion, finish_refactor, is_
 from .prompt import (
     PREFIX_BUDGET_CHARS,
     FimPrompt,
+    QuickWindow,
     build_fim,
     build_quick_fim,
     build_refactor,
@@ -82,7 +83,7 @@ class SpeculativeEngine:
         self._totals = Totals()
         self._provider: ContextProvider | None = None
         self._window_starts: dict[str, int] = {}
-        self._quick_starts: dict[str, int | None] = {}  # the quick windows' first lines
+        self._quick_windows: dict[str, QuickWindow] = {}
         # (prompt tokens, generated tokens) of the last generation: the bench
         # re-evaluates a divergence from it to measure the logit margin.
         self.last_trace: tuple[list[int], list[int]] = ([], [])
@@ -363,15 +364,14 @@ class SpeculativeEngine:
 
     def _quick_fim_prompt(self, request: CompletionRequest, grounding: Grounding) -> FimPrompt:
         key = request.path or ""
-        fim = build_quick_fim(
+        fim, self._quick_windows[key] = build_quick_fim(
             request.text,
             request.cursor,
             grounding,
             self.config.quick_window_tokens,
             lambda text: len(self.target.tokenize(text)),
-            self._quick_starts.get(key),
+            self._quick_windows.get(key),
         )
-        self._quick_starts[key] = fim.window_start
         return fim
 
     def _tokenize_segments(self, fim: FimPrompt) -> list[list[int]]:

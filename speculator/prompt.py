@@ -9,8 +9,11 @@ segments (see session.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import NamedTuple
 
+from .chunks import identifiers
 from .grounding import Grounding
 from .types import Snippet
 
@@ -29,6 +32,7 @@ SUFFIX_BUDGET_CHARS = 1200  # ~350 tokens
 # the cursor get the rest).
 QUICK_SUFFIX_SHARE = 0.2
 QUICK_HEADER_SHARE = 0.25
+QUICK_DEFINITION_SHARE = 0.0  # the lines that define the names near the cursor
 QUICK_HEADER_LINES = 4  # a signature spread over more lines is cut here
 CHARS_PER_TOKEN = 3  # to cut a line too long for the budget (minified code)
 SNIPPET_BUDGET_CHARS = 3000  # ~850 tokens: room for two or three 32-line chunks
@@ -37,17 +41,10 @@ SNIPPET_BUDGET_CHARS = 3000  # ~850 tokens: room for two or three 32-line chunks
 class FimPrompt:
     """Segments of text; `special` segments hold special tokens only."""
 
-    def __init__(
-        self,
-        segments: list[tuple[str, str]],
-        prefix: str,
-        suffix: str,
-        window_start: int | None = None,
-    ):
+    def __init__(self, segments: list[tuple[str, str]], prefix: str, suffix: str):
         self.segments = segments  # (special token prefix, plain text)
         self.prefix = prefix  # the prefix window text
         self.suffix = suffix  # the suffix window text
-        self.window_start = window_start  # the quick window's first line, if one
 
 
 def _line_starts(text: str) -> list[int]:
@@ -116,40 +113,67 @@ def build_fim(
     return FimPrompt(segments, prefix, suffix)
 
 
+class QuickWindow(NamedTuple):
+    """Where a quick window starts, and the lines put before it (kept while typing)."""
+
+    start: int
+    header: str
+
+
 def build_quick_fim(
     text: str,
     cursor: int,
     grounding: Grounding,
     budget_tokens: int,
     count_tokens: Callable[[str], int],
-    window_start: int | None = None,
-) -> FimPrompt:
+    previous: QuickWindow | None = None,
+) -> tuple[FimPrompt, QuickWindow]:
     """A short FIM prompt of about `budget_tokens`: the first lines of the scopes
     around the cursor (their signatures), the lines right before the cursor, and
-    the lines after it. No other files. `window_start` (the last call's
-    `window_start`) is kept while it still fits, so typing reuses the KV."""
+    the lines after it. No other files. The `previous` window (the last call's)
+    is kept while it still fits, so typing reuses the KV."""
     end = _quick_suffix_end(text, cursor, int(budget_tokens * QUICK_SUFFIX_SHARE), count_tokens)
     prefix_budget = max(budget_tokens - count_tokens(text[cursor:end]), 1)
-    header_budget = int(prefix_budget * QUICK_HEADER_SHARE)
-    headers = _scope_headers(text, cursor, grounding, header_budget, count_tokens)
-    header_tokens = sum(count_tokens(h) for _, h in headers)
-    lines_budget = prefix_budget - header_tokens
-    start = window_start
-    if start is None or not _quick_start_fits(text, cursor, start, lines_budget, count_tokens):
-        start = _quick_prefix_start(text, cursor, lines_budget, count_tokens)
-    header = "".join(h for at, h in headers if at < start)
-    prefix, suffix = text[start:cursor], text[cursor:end]
+    window = previous
+    if window is None or not _quick_start_fits(
+        text, cursor, window.start, prefix_budget - count_tokens(window.header), count_tokens
+    ):
+        window = _quick_window(text, cursor, grounding, prefix_budget, count_tokens)
+    prefix, suffix = text[window.start : cursor], text[cursor:end]
     line_end = suffix.find("\n")
     rest_of_line, following = (
         (suffix, "") if line_end < 0 else (suffix[: line_end + 1], suffix[line_end + 1 :])
     )
     segments = [
-        (FIM_PREFIX, header + prefix),
+        (FIM_PREFIX, window.header + prefix),
         (FIM_SUFFIX, rest_of_line),
         ("", following),
         (FIM_MIDDLE, ""),
     ]
-    return FimPrompt(segments, header + prefix, suffix, window_start=start)
+    return FimPrompt(segments, window.header + prefix, suffix), window
+
+
+def _quick_window(
+    text: str,
+    cursor: int,
+    grounding: Grounding,
+    budget: int,
+    count_tokens: Callable[[str], int],
+) -> QuickWindow:
+    """A fresh window: scope headers and definitions first, the nearest lines after."""
+    headers = _scope_headers(
+        text, cursor, grounding, int(budget * QUICK_HEADER_SHARE), count_tokens
+    )
+    lines_budget = budget - sum(count_tokens(h) for _, h in headers)
+    start = _quick_prefix_start(text, cursor, lines_budget, count_tokens)
+    definitions = _definition_lines(
+        text, cursor, start, int(budget * QUICK_DEFINITION_SHARE), count_tokens
+    )
+    if definitions:
+        spent = sum(count_tokens(line) for _, line in definitions)
+        start = _quick_prefix_start(text, cursor, lines_budget - spent, count_tokens)
+        headers = sorted(headers + definitions)
+    return QuickWindow(start, "".join(h for at, h in headers if at < start))
 
 
 def _quick_suffix_end(
@@ -224,6 +248,53 @@ def _scope_headers(
             kept.insert(0, (at, header))
             left -= cost
     return kept
+
+
+_DEFINES = (
+    r"^[ \t]*(?:(?:async\s+)?def|class|function|func|const|let|var|type)\s+{name}\b"
+    r"|^[ \t]*(?:self\.|this\.)?{name}\s*(?::[^=\n]*)?=[^=]"
+)
+_KEYWORDS = frozenset(
+    "and as assert async await break class const continue def del elif else except false "
+    "finally for from func function global if import in is lambda let nil none nonlocal not "
+    "null or pass raise return self this true try type var while with yield".split()
+)
+
+
+def _definition_lines(
+    text: str,
+    cursor: int,
+    start: int,
+    budget: int,
+    count_tokens: Callable[[str], int],
+) -> list[tuple[int, str]]:
+    """(offset, line) of the lines before the window that define the names used
+    on the cursor's line and the one before (the last definition before the
+    window, the nearest names first), within the budget."""
+    if budget <= 0:
+        return []
+    line_start = text.rfind("\n", 0, cursor) + 1
+    before = text.rfind("\n", 0, max(line_start - 1, 0)) + 1
+    names = [n for n in reversed(identifiers(text[before:cursor])) if len(n) >= 3]
+    found: dict[int, str] = {}
+    left = budget
+    for name in names:
+        if name.lower() in _KEYWORDS:
+            continue
+        pattern = re.compile(_DEFINES.format(name=re.escape(name)), re.MULTILINE)
+        if pattern.search(text, start, cursor):
+            continue  # defined in the window already
+        matches = list(pattern.finditer(text, 0, start))
+        if not matches:
+            continue
+        at = text.rfind("\n", 0, matches[-1].start() + 1) + 1
+        line_end = text.find("\n", at)
+        line = text[at : (line_end + 1 if line_end >= 0 else len(text))]
+        cost = count_tokens(line)
+        if at not in found and cost <= left:
+            found[at] = line
+            left -= cost
+    return sorted(found.items())
 
 
 def _header_lines(text: str, start: int, limit: int) -> str:

@@ -1,5 +1,7 @@
 import re
 
+import pytest
+
 from speculator.grounding import Grounding
 from speculator.prompt import (
     FIM_MIDDLE,
@@ -7,6 +9,7 @@ from speculator.prompt import (
     FIM_SUFFIX,
     SNIPPET_BUDGET_CHARS,
     FimPrompt,
+    QuickWindow,
     build_fim,
     build_quick_fim,
     prefix_window_start,
@@ -63,16 +66,18 @@ QUICK_CODE = (
 )
 
 
-def quick(cursor: int, budget: int = 120, start: int | None = None) -> FimPrompt:
+def quick(
+    cursor: int, budget: int = 120, previous: QuickWindow | None = None
+) -> tuple[FimPrompt, QuickWindow]:
     return build_quick_fim(
-        QUICK_CODE, cursor, Grounding(QUICK_CODE, "python"), budget, words, start
+        QUICK_CODE, cursor, Grounding(QUICK_CODE, "python"), budget, words, previous
     )
 
 
 def test_the_quick_window_holds_the_scope_headers_and_the_lines_before_the_cursor() -> None:
     """Issue 12: a short prompt that still says where the cursor is."""
     cursor = QUICK_CODE.index("value_50 = ") + len("value_50 = ")
-    fim = quick(cursor)
+    fim, window = quick(cursor)
     prefix = fim.segments[0][1]
     # The class and the method signature (two lines), then the nearest lines.
     assert prefix.startswith(
@@ -83,23 +88,43 @@ def test_the_quick_window_holds_the_scope_headers_and_the_lines_before_the_curso
     assert fim.suffix.startswith("text.split()[50]\n        value_51")
     total = sum(words(text) for _, text in fim.segments)
     assert 100 <= total <= 120  # the budget, nearly spent
-    assert fim.window_start is not None and QUICK_CODE[fim.window_start - 1] == "\n"
+    assert QUICK_CODE[window.start - 1] == "\n"
 
 
 def test_the_quick_window_start_stays_put_while_typing() -> None:
     """Its first line is kept while it fits, so keystrokes reuse the KV."""
     cursor = QUICK_CODE.index("value_50 = ") + len("value_50 = ")
-    first = quick(cursor)
-    typed = quick(cursor + 2, start=first.window_start)
-    assert typed.window_start == first.window_start
+    first, window = quick(cursor)
+    typed, kept = quick(cursor + 2, previous=window)
+    assert kept == window
     assert typed.segments[0][1].startswith(first.segments[0][1])
-    far = quick(QUICK_CODE.index("value_59 = "), start=first.window_start)
-    assert far.window_start != first.window_start  # ten lines on: a new window
+    _, moved = quick(QUICK_CODE.index("value_59 = "), previous=window)
+    assert moved.start != window.start  # ten lines on: a new window
 
 
 def test_the_quick_window_near_the_top_or_on_a_huge_line() -> None:
-    top = quick(QUICK_CODE.index("def helper_1"))
+    top, _ = quick(QUICK_CODE.index("def helper_1"))
     assert top.segments[0][1].startswith("import os")  # no scope: just the lines before
     line = "x = [" + ", ".join(str(i) for i in range(3000)) + "]"
-    fim = build_quick_fim(line, len(line) - 1, Grounding(line, "python"), 64, words)
+    fim, _ = build_quick_fim(line, len(line) - 1, Grounding(line, "python"), 64, words)
     assert words(fim.segments[0][1]) <= 64 and line[: len(line) - 1].endswith(fim.prefix)
+
+
+def test_the_quick_window_can_bring_the_definitions_of_the_names_before_the_cursor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from speculator import prompt
+
+    monkeypatch.setattr(prompt, "QUICK_DEFINITION_SHARE", 0.2)
+    text = QUICK_CODE.replace("        return value_0\n", "        return self.source + value_0\n")
+    cursor = text.index("return self.source")  # after `value_59 = ...`, before `return`
+    fim, _ = build_quick_fim(text, cursor, Grounding(text, "python"), 120, words)
+    prefix = fim.segments[0][1]
+    assert "value_59 = text.split()[59]\n" in prefix
+    # `text` is a parameter (in the signature already); `value_59` is in the window.
+    assert prefix.count("self.source = source") == 0
+    typed = text[:cursor] + "self.source" + text[cursor:]
+    fim, _ = build_quick_fim(
+        typed, cursor + len("self.source"), Grounding(typed, "python"), 120, words
+    )
+    assert "        self.source = source\n" in fim.segments[0][1]  # from __init__
