@@ -2,8 +2,8 @@
 completions from the full prompt and from the short window, first lines compared
 with the original text and with each other.
 
-    python -m bench.quick [--split dev|test|all] [--budgets 128,192,256] [--small]
-                          [--full-cache FILE] [--output FILE]
+    python -m bench.quick [--split dev|test|all] [--budgets full,128,192] [--per-file]
+                          [--small] [--full-cache FILE] [--output FILE]
 
 A budget may end in `-noscope` (the lines before the cursor alone, without the
 enclosing scopes' first lines) or `-defs` (plus the lines that define the names
@@ -69,15 +69,18 @@ def run(
     full: dict[str, Result] = {}
     if cache and cache.exists():
         full = {k: (v[0], v[1], v[2]) for k, v in json.loads(cache.read_text()).items()}
-    results: dict[str, dict[str, Result]] = {v: {} for v in ["full", *variants]}
+    with_full = "full" in variants
+    results: dict[str, dict[str, Result]] = {v: {} for v in variants}
     for task in tasks:
-        if task.name not in full:
+        if with_full and task.name not in full:
             full[task.name] = complete(engine, task, "full")
             if cache:
                 cache.write_text(json.dumps(full, indent=1))
-        results["full"][task.name] = full[task.name]
+        if with_full:
+            results["full"][task.name] = full[task.name]
         for variant in variants:
-            results[variant][task.name] = complete(engine, task, variant)
+            if variant != "full":
+                results[variant][task.name] = complete(engine, task, variant)
         for variant, by_task in results.items():
             text, tokens, ms = by_task[task.name]
             line = (
@@ -87,7 +90,11 @@ def run(
             print(line, flush=True)
     for variant, by_task in results.items():
         right = sum(_first_line_matches(by_task[t.name][0], t.expected) for t in tasks)
-        same = sum(first_line(by_task[t.name][0]) == first_line(full[t.name][0]) for t in tasks)
+        same = (
+            sum(first_line(by_task[t.name][0]) == first_line(full[t.name][0]) for t in tasks)
+            if with_full
+            else -1
+        )
         sizes = [by_task[t.name][1] for t in tasks]
         times = [by_task[t.name][2] for t in tasks]
         out.append(
@@ -100,13 +107,20 @@ def run(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--split", choices=[*SPLITS, "all"], default="dev")
-    parser.add_argument("--budgets", default="192", help="quick windows, in tokens")
+    parser.add_argument(
+        "--budgets",
+        default="full,192",
+        help="quick windows in tokens, and `full` (the full prompt)",
+    )
+    parser.add_argument("--per-file", action="store_true", help="one task per file")
     parser.add_argument("--small", action="store_true", help="the draft model as target")
     parser.add_argument("--full-cache", type=Path, help="keep the full prompt's results here")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     model = str(provision.model_path(provision.DRAFT)) if args.small else None
     tasks = select([t for t in completion_tasks() if not t.multiline], args.split)
+    if args.per_file:
+        tasks = list({t.path: t for t in reversed(tasks)}.values())[::-1]
     variants = args.budgets.split(",")
     name = Path(model).name if model else "default target"
     out = [f"model: {name}; {args.split} split, {len(tasks)} tasks; {time.ctime()}"]

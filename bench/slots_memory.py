@@ -1,7 +1,7 @@
 """Memory over a 50-file replay (issue 12): the KV slots' RAM and disk bounds hold.
 
     python -m bench.slots_memory [--files 50] [--ram-mb N] [--disk-mb N] [--small]
-                                 [--output FILE]
+                                 [--around CHARS] [--output FILE]
 
 Opens the corpus files and then Python standard library files (up to `--files`),
 one after another, as an editor does: a warm-up (didOpen), then two completions
@@ -97,7 +97,8 @@ def middle_cursor(text: str) -> int:
     return len(text) // 2
 
 
-def run(config: EngineConfig, files: list[Path]) -> list[str]:
+def run(config: EngineConfig, files: list[Path], around: int | None = None) -> list[str]:
+    """`around`: keep this many characters each side of the cursor (shorter prompts)."""
     engine = SpeculativeEngine.load(config)
     assert config.kv_dir is not None
     sampler = DiskSampler(Path(config.kv_dir))
@@ -108,6 +109,8 @@ def run(config: EngineConfig, files: list[Path]) -> list[str]:
         for path in files:
             text = path.read_text(errors="replace")
             cursor = middle_cursor(text)
+            if around:
+                text, cursor = text[max(0, cursor - around) : cursor + around], min(cursor, around)
             request = CompletionRequest(
                 text=text,
                 cursor=cursor,
@@ -145,6 +148,7 @@ def main() -> None:
     parser.add_argument("--ram-mb", type=int, default=EngineConfig().kv_ram_mb)
     parser.add_argument("--disk-mb", type=int, default=EngineConfig().kv_disk_mb)
     parser.add_argument("--small", action="store_true", help="the draft model alone as target")
+    parser.add_argument("--around", type=int, help="characters kept each side of the cursor")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     kv_dir = tempfile.mkdtemp(prefix="groundspec-memory-kv-")
