@@ -1,7 +1,7 @@
 """Cold start through the real LSP server (issue 12): didOpen of an unseen file
 and an inline completion right after it, as an editor sends them.
 
-    python -m bench.cold [--files N] [--output FILE]
+    python -m bench.cold [--files N] [--warm-timeout S] [--output FILE]
 
 `groundspec serve` runs on stdio with the real models, the corpus as its
 workspace (so full prompts carry snippets of other files: 1,500+ tokens) and an
@@ -214,7 +214,7 @@ def warm_events(server: Server, since: float) -> list[tuple[float, str, str]]:
     ]
 
 
-def run_file(server: Server, task: Task) -> FileRun:
+def run_file(server: Server, task: Task, warm_timeout_s: float = WARM_TIMEOUT_S) -> FileRun:
     doc = Document(server, task)
     run = FileRun(task.name)
     opened = time.perf_counter()
@@ -230,7 +230,7 @@ def run_file(server: Server, task: Task) -> FileRun:
     doc.type_next()
     run.during_warm = doc.complete()
     typed = time.perf_counter()
-    deadline = time.monotonic() + WARM_TIMEOUT_S
+    deadline = time.monotonic() + warm_timeout_s
     while time.monotonic() < deadline:
         if any(m == "Cache warm" for _, kind, m in warm_events(server, typed) if kind == "end"):
             break
@@ -304,6 +304,7 @@ def report(runs: list[FileRun]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=6)
+    parser.add_argument("--warm-timeout", type=float, default=WARM_TIMEOUT_S, help="seconds")
     parser.add_argument("--output", type=Path)
     args = parser.parse_args()
     by_name = {t.name: t for t in completion_tasks()}
@@ -313,7 +314,7 @@ def main() -> None:
     runs: list[FileRun] = []
     try:
         for task in tasks:
-            runs.append(run_file(server, task))
+            runs.append(run_file(server, task, args.warm_timeout))
             print(report(runs[-1:])[0], flush=True)
     finally:
         server.call("shutdown", None)
