@@ -34,6 +34,7 @@ from .tasks import corpus_files
 
 STDLIB = Path(sys.base_prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}"
 MIN_CHARS = 12_000  # files long enough for a full prompt window
+MIB = 1 << 20  # the bounds (kvRamMb, kvDiskMb) are in MiB
 
 
 def replay_files(n: int) -> list[Path]:
@@ -123,22 +124,22 @@ def run(config: EngineConfig, files: list[Path], around: int | None = None) -> l
             prompts.append(engine.complete(request).stats.prompt_tokens)
             typed = text[:cursor] + text[cursor] + text[cursor:]  # one character typed
             engine.complete(msgspec.structs.replace(request, text=typed))
-            ram_peak = max(ram_peak, engine.ram_slots.nbytes / 1e6)
+            ram_peak = max(ram_peak, engine.ram_slots.nbytes / MIB)
             rss_peak = max(rss_peak, rss_mb()[0])
         written = engine.persist()
     finally:
         engine.close()
-    disk_peak = sampler.stop() / 1e6
-    disk_end = folder_bytes(Path(config.kv_dir)) / 1e6
+    disk_peak = sampler.stop() / MIB
+    disk_end = folder_bytes(Path(config.kv_dir)) / MIB
     files_end = len(list(Path(config.kv_dir).glob("*.kv")))
     prompts.sort()
     return [
         f"{len(files)} files, prompts {prompts[0]}-{prompts[-1]} tokens (median "
         f"{prompts[len(prompts) // 2]}), {time.perf_counter() - started:.0f} s",
-        f"RAM slots peak {ram_peak:.1f} MB (bound {config.kv_ram_mb} MB); process RSS peak "
-        f"{rss_peak:.0f} MB (VmHWM {rss_mb()[1]:.0f} MB)",
-        f"disk peak {disk_peak:.1f} MB, at the end {disk_end:.1f} MB in {files_end} files "
-        f"({written} written at shutdown) (bound {config.kv_disk_mb} MB)",
+        f"RAM slots peak {ram_peak:.1f} MiB (bound {config.kv_ram_mb} MiB); process RSS peak "
+        f"{rss_peak:.0f} MiB (VmHWM {rss_mb()[1]:.0f} MiB)",
+        f"disk peak {disk_peak:.1f} MiB, at the end {disk_end:.1f} MiB in {files_end} files "
+        f"({written} written at shutdown) (bound {config.kv_disk_mb} MiB)",
     ]
 
 
@@ -164,7 +165,7 @@ def main() -> None:
     try:
         out = [
             f"bench.slots_memory, {model}, {time.ctime()}",
-            *run(config, replay_files(args.files)),
+            *run(config, replay_files(args.files), args.around),
         ]
     finally:
         shutil.rmtree(kv_dir, ignore_errors=True)
