@@ -155,8 +155,15 @@ def offsets(index: LineIndex, range_: types.Range) -> tuple[int, int]:
 
 
 def completion_request(
-    src: Resolved, cursor: int, options: ServerOptions, params: _Source | None = None
+    src: Resolved,
+    cursor: int,
+    options: ServerOptions,
+    params: _Source | None = None,
+    *,
+    quick_window: bool = False,
 ) -> CompletionRequest:
+    """`quick_window`: an editor's typing completion, which may come from the
+    short window on an unseen file (one-shot calls always get the full prompt)."""
     return CompletionRequest(
         text=src.text,
         cursor=cursor,
@@ -166,6 +173,7 @@ def completion_request(
         speculation=_pick(params and params.speculation, options.speculation),
         temperature=_pick(params and params.temperature, options.temperature),
         tree=_tree_of(src),
+        quick_window=quick_window,
     )
 
 

@@ -219,7 +219,7 @@ class CompletionService:
         The list is empty when a newer keystroke superseded the request."""
         src = self.source(uri)
         cursor = rq.offset(src.index, position)
-        request = rq.completion_request(src, cursor, self.options)
+        request = rq.completion_request(src, cursor, self.options, quick_window=True)
         try:
             results = await self.scheduler.complete_all(
                 src.uri,
@@ -233,6 +233,10 @@ class CompletionService:
             return src, cursor, []
         except (EngineUnavailable, EngineError) as exc:
             raise rq.RequestFailed(str(exc)) from None
+        if self.options.idle_warm_ms:
+            # The completion cancelled a warm-up (the one of didOpen, say) and
+            # may have come from the quick window: warm the full prompt again.
+            self.schedule_warm(uri, self.options.idle_warm_ms / 1000)
         return src, cursor, [r for r in results if r.text]
 
     async def _complete(

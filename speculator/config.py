@@ -35,10 +35,12 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
     kv_ram_mb: int = 512
     kv_disk_mb: int = 2048
     kv_dir: str | None = None  # None: kv-slots in the groundspec cache folder
-    # Serve a completion from a short prompt window (~300 tokens) when the full
-    # prompt still has more than this many tokens to evaluate (an unseen file);
-    # the idle warm-up evaluates the full one. 0: off.
-    quick_window_tokens: int = 0
+    # An editor's completion (CompletionRequest.quick_window) is served from a
+    # short prompt window of about this many tokens when the full prompt still
+    # has more than this many to evaluate (an unseen file); the idle warm-up
+    # evaluates the full one. Sized for a first suggestion within 4 s on a
+    # 2-core CPU (docs/kv-reuse.md). 0: off.
+    quick_window_tokens: int = 192
     fake: bool = False  # deterministic fake engine, for protocol tests
 
     def with_env(self) -> EngineConfig:

@@ -24,10 +24,10 @@ from .models import Model, check_same_vocab, resolve_path
 from .postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
 from .prompt import (
     PREFIX_BUDGET_CHARS,
-    QUICK_PREFIX_CHARS,
-    QUICK_SUFFIX_CHARS,
     FimPrompt,
+    QuickWindow,
     build_fim,
+    build_quick_fim,
     build_refactor,
     fence_stop,
 )
@@ -94,6 +94,7 @@ class SpeculativeEngine:
         self._totals = Totals()
         self._provider: ContextProvider | None = None
         self._window_starts: dict[str, int] = {}
+        self._quick_windows: dict[str, QuickWindow] = {}
         # (prompt tokens, generated tokens) of the last generation: the bench
         # re-evaluates a divergence from it to measure the logit margin.
         self.last_trace: tuple[list[int], list[int]] = ([], [])
@@ -200,11 +201,13 @@ class SpeculativeEngine:
         fim = self._fim_prompt(request, grounding)
         segments = self._tokenize_segments(fim)
         self._enter_slot(("completion", _slot_name(request)), segments)
-        if 0 < self.config.quick_window_tokens < self.session.pending(segments, self.shift_reuse):
+        quick = self.config.quick_window_tokens
+        if request.quick_window and 0 < quick < self.session.pending(segments, self.shift_reuse):
             # The full prompt is far from ready (an unseen file): answer from a
             # short window now; the idle warm-up evaluates the full one.
-            fim = _quick_fim_prompt(request, grounding)
+            fim = self._quick_fim_prompt(request, grounding)
             segments = self._tokenize_segments(fim)
+            log.info("quick window: %d prompt tokens", sum(map(len, segments)))
             self._enter_slot(("quick", _slot_name(request)), segments)
         sync, logits = self.session.sync(segments, shift_reuse=self.shift_reuse, cancel=cancel)
         self._keep_draft_in_step(segments, request.speculation, cancel)
@@ -371,6 +374,18 @@ class SpeculativeEngine:
         ):
             return None
         return start
+
+    def _quick_fim_prompt(self, request: CompletionRequest, grounding: Grounding) -> FimPrompt:
+        key = request.path or ""
+        fim, self._quick_windows[key] = build_quick_fim(
+            request.text,
+            request.cursor,
+            grounding,
+            self.config.quick_window_tokens,
+            lambda text: len(self.target.tokenize(text)),
+            self._quick_windows.get(key),
+        )
+        return fim
 
     def _tokenize_segments(self, fim: FimPrompt) -> list[list[int]]:
         return [
@@ -539,19 +554,6 @@ class _PreparedCompletion:
 def _shape(text: str) -> str:
     """A completion's text up to whitespace: alternatives must differ in more."""
     return " ".join(text.split())
-
-
-def _quick_fim_prompt(request: CompletionRequest, grounding: Grounding) -> FimPrompt:
-    """The prompt around the cursor alone: no other files, a short window."""
-    return build_fim(
-        request.text,
-        request.cursor,
-        grounding,
-        [],
-        request.path,
-        prefix_budget=QUICK_PREFIX_CHARS,
-        suffix_budget=QUICK_SUFFIX_CHARS,
-    )
 
 
 def _slot_name(request: CompletionRequest) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 
 from .totals import Totals
@@ -42,6 +43,8 @@ class FakeEngine:
         self.warm_ms = 0.0  # how long a warm-up takes (tests of its cancellation)
         self.cancelled_warms = 0
         self.persisted = 0  # persist() calls, for tests of the shutdown path
+        # The last complete() calls, for tests (bounded: flood tests send many).
+        self.requests: deque[CompletionRequest] = deque(maxlen=8)
         self._totals = Totals()
 
     def set_context_provider(self, provider: ContextProvider | None) -> None:
@@ -53,6 +56,7 @@ class FakeEngine:
         _check_cursor(request.text, request.cursor)
         # Protocol tests read which KV slot a request reached from the log.
         log.info("fake completion in KV slot %r", request.slot or request.path or "")
+        self.requests.append(request)
         started = time.perf_counter()
         prompt = request.text[: request.cursor]
 

@@ -83,6 +83,16 @@ class Grounding:
             node = node.parent
         return None
 
+    def enclosing_scopes(self, offset: int) -> list[tuple[int, int]]:
+        """(start, end) offsets of every function/class around offset, outermost first."""
+        found: list[tuple[int, int]] = []
+        node = self._node_at(offset)
+        while node is not None:
+            if node.type in SCOPE_TYPES:
+                found.append((self._char(node.start_byte), self._char(node.end_byte)))
+            node = node.parent
+        return found[::-1]
+
     def definitions(self) -> list[tuple[int, int]]:
         """(start, end) offsets of every function/class definition, in order."""
         if self.tree is None:

@@ -9,8 +9,11 @@ segments (see session.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import NamedTuple
 
+from .chunks import identifiers
 from .grounding import Grounding
 from .types import Snippet
 
@@ -23,9 +26,15 @@ FILE_SEP = "<|file_sep|>"
 PREFIX_BUDGET_CHARS = 4000  # ~1,100 tokens
 SUFFIX_BUDGET_CHARS = 1200  # ~350 tokens
 # The quick window (EngineConfig.quick_window_tokens): a first suggestion on an
-# unseen file from ~300 tokens while the full prompt warms in the background.
-QUICK_PREFIX_CHARS = 800
-QUICK_SUFFIX_CHARS = 200
+# unseen file from a short prompt while the full one warms in the background.
+# Shares of its token budget: the text after the cursor, and at most this much
+# for the first lines of the scopes around the cursor (the lines right before
+# the cursor get the rest).
+QUICK_SUFFIX_SHARE = 0.2
+QUICK_HEADER_SHARE = 0.25
+QUICK_DEFINITION_SHARE = 0.0  # the lines that define the names near the cursor
+QUICK_HEADER_LINES = 4  # a signature spread over more lines is cut here
+CHARS_PER_TOKEN = 3  # to cut a line too long for the budget (minified code)
 SNIPPET_BUDGET_CHARS = 3000  # ~850 tokens: room for two or three 32-line chunks
 
 
@@ -102,6 +111,202 @@ def build_fim(
         (FIM_MIDDLE, ""),
     ]
     return FimPrompt(segments, prefix, suffix)
+
+
+class QuickWindow(NamedTuple):
+    """Where a quick window starts, and the lines put before it (kept while typing)."""
+
+    start: int
+    header: str
+
+
+def build_quick_fim(
+    text: str,
+    cursor: int,
+    grounding: Grounding,
+    budget_tokens: int,
+    count_tokens: Callable[[str], int],
+    previous: QuickWindow | None = None,
+) -> tuple[FimPrompt, QuickWindow]:
+    """A short FIM prompt of about `budget_tokens`: the first lines of the scopes
+    around the cursor (their signatures), the lines right before the cursor, and
+    the lines after it. No other files. The `previous` window (the last call's)
+    is kept while it still fits, so typing reuses the KV."""
+    end = _quick_suffix_end(text, cursor, int(budget_tokens * QUICK_SUFFIX_SHARE), count_tokens)
+    prefix_budget = max(budget_tokens - count_tokens(text[cursor:end]), 1)
+    window = previous
+    if window is None or not _quick_start_fits(
+        text, cursor, window.start, prefix_budget - count_tokens(window.header), count_tokens
+    ):
+        window = _quick_window(text, cursor, grounding, prefix_budget, count_tokens)
+    prefix, suffix = text[window.start : cursor], text[cursor:end]
+    line_end = suffix.find("\n")
+    rest_of_line, following = (
+        (suffix, "") if line_end < 0 else (suffix[: line_end + 1], suffix[line_end + 1 :])
+    )
+    segments = [
+        (FIM_PREFIX, window.header + prefix),
+        (FIM_SUFFIX, rest_of_line),
+        ("", following),
+        (FIM_MIDDLE, ""),
+    ]
+    return FimPrompt(segments, window.header + prefix, suffix), window
+
+
+def _quick_window(
+    text: str,
+    cursor: int,
+    grounding: Grounding,
+    budget: int,
+    count_tokens: Callable[[str], int],
+) -> QuickWindow:
+    """A fresh window: scope headers and definitions first, the nearest lines after."""
+    headers = _scope_headers(
+        text, cursor, grounding, int(budget * QUICK_HEADER_SHARE), count_tokens
+    )
+    lines_budget = budget - sum(count_tokens(h) for _, h in headers)
+    start = _quick_prefix_start(text, cursor, lines_budget, count_tokens)
+    definitions = _definition_lines(
+        text, cursor, start, int(budget * QUICK_DEFINITION_SHARE), count_tokens
+    )
+    if definitions:
+        spent = sum(count_tokens(line) for _, line in definitions)
+        start = _quick_prefix_start(text, cursor, lines_budget - spent, count_tokens)
+        headers = sorted(headers + definitions)
+    return QuickWindow(start, "".join(h for at, h in headers if at < start))
+
+
+def _quick_suffix_end(
+    text: str, cursor: int, budget: int, count_tokens: Callable[[str], int]
+) -> int:
+    """The rest of the cursor's line and whole following lines, within the budget."""
+    end = text.find("\n", cursor)
+    end = len(text) if end < 0 else end + 1
+    if count_tokens(text[cursor:end]) > budget:
+        return min(end, cursor + budget * CHARS_PER_TOKEN)
+    left = budget - count_tokens(text[cursor:end])
+    while end < len(text):
+        nxt = text.find("\n", end)
+        nxt = len(text) if nxt < 0 else nxt + 1
+        left -= count_tokens(text[end:nxt])
+        if left < 0:
+            break
+        end = nxt
+    return end
+
+
+def _quick_prefix_start(
+    text: str, cursor: int, budget: int, count_tokens: Callable[[str], int]
+) -> int:
+    """The earliest line start whose lines up to the cursor fit the budget."""
+    start = text.rfind("\n", 0, cursor) + 1
+    left = budget - count_tokens(text[start:cursor])
+    if left < 0:  # one huge line: its end, cut by characters
+        return max(start, cursor - max(budget, 1) * CHARS_PER_TOKEN)
+    while start > 0:
+        previous = text.rfind("\n", 0, start - 1) + 1
+        left -= count_tokens(text[previous:start])
+        if left < 0:
+            break
+        start = previous
+    return start
+
+
+def _quick_start_fits(
+    text: str, cursor: int, start: int, budget: int, count_tokens: Callable[[str], int]
+) -> bool:
+    """Whether last request's window start can stay: at a line start, not past
+    the cursor's line, and within a quarter over the budget (hysteresis)."""
+    if not 0 <= start <= cursor or (start > 0 and text[start - 1] != "\n"):
+        return False
+    return count_tokens(text[start:cursor]) <= budget * 5 // 4
+
+
+def _scope_headers(
+    text: str,
+    cursor: int,
+    grounding: Grounding,
+    budget: int,
+    count_tokens: Callable[[str], int],
+) -> list[tuple[int, str]]:
+    """(offset, lines) of the first lines of each scope around the cursor,
+    outermost first; the innermost ones are kept first within the budget."""
+    cursor_line_start = text.rfind("\n", 0, cursor) + 1
+    seen: set[int] = set()
+    headers: list[tuple[int, str]] = []
+    for scope_start, _end in grounding.enclosing_scopes(cursor):
+        line_start = text.rfind("\n", 0, scope_start) + 1
+        if line_start >= cursor_line_start or line_start in seen:
+            continue
+        seen.add(line_start)
+        headers.append((line_start, _header_lines(text, line_start, cursor_line_start)))
+    kept: list[tuple[int, str]] = []
+    left = budget
+    for at, header in reversed(headers):  # the innermost scope matters most
+        cost = count_tokens(header)
+        if cost <= left:
+            kept.insert(0, (at, header))
+            left -= cost
+    return kept
+
+
+_DEFINES = (
+    r"^[ \t]*(?:(?:async\s+)?def|class|function|func|const|let|var|type)\s+{name}\b"
+    r"|^[ \t]*(?:self\.|this\.)?{name}\s*(?::[^=\n]*)?=[^=]"
+)
+_KEYWORDS = frozenset(
+    "and as assert async await break class const continue def del elif else except false "
+    "finally for from func function global if import in is lambda let nil none nonlocal not "
+    "null or pass raise return self this true try type var while with yield".split()
+)
+
+
+def _definition_lines(
+    text: str,
+    cursor: int,
+    start: int,
+    budget: int,
+    count_tokens: Callable[[str], int],
+) -> list[tuple[int, str]]:
+    """(offset, line) of the lines before the window that define the names used
+    on the cursor's line and the one before (the last definition before the
+    window, the nearest names first), within the budget."""
+    if budget <= 0:
+        return []
+    line_start = text.rfind("\n", 0, cursor) + 1
+    before = text.rfind("\n", 0, max(line_start - 1, 0)) + 1
+    names = [n for n in reversed(identifiers(text[before:cursor])) if len(n) >= 3]
+    found: dict[int, str] = {}
+    left = budget
+    for name in names:
+        if name.lower() in _KEYWORDS:
+            continue
+        pattern = re.compile(_DEFINES.format(name=re.escape(name)), re.MULTILINE)
+        if pattern.search(text, start, cursor):
+            continue  # defined in the window already
+        matches = list(pattern.finditer(text, 0, start))
+        if not matches:
+            continue
+        at = text.rfind("\n", 0, matches[-1].start() + 1) + 1
+        line_end = text.find("\n", at)
+        line = text[at : (line_end + 1 if line_end >= 0 else len(text))]
+        cost = count_tokens(line)
+        if at not in found and cost <= left:
+            found[at] = line
+            left -= cost
+    return sorted(found.items())
+
+
+def _header_lines(text: str, start: int, limit: int) -> str:
+    """A scope's signature: its lines up to one that opens the body (`:`, `{`)."""
+    end = start
+    for _ in range(QUICK_HEADER_LINES):
+        nxt = text.find("\n", end)
+        nxt = limit if nxt < 0 else min(nxt + 1, limit)
+        line, end = text[end:nxt].rstrip(), nxt
+        if line.endswith((":", "{")) or end >= limit:
+            break
+    return text[start:end]
 
 
 def _fit(snippets: list[Snippet], budget: int) -> list[Snippet]:

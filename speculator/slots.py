@@ -145,6 +145,10 @@ class DiskSlots:
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            # Make room first, so the folder stays within its bound while the
+            # new file is written too (the key's old file is replaced anyway).
+            path.unlink(missing_ok=True)
+            self._trim(room=len(MAGIC) + _HEADER_LEN.size + len(head) + len(payload))
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(MAGIC + _HEADER_LEN.pack(len(head)) + head)
@@ -156,7 +160,6 @@ class DiskSlots:
                 tmp.unlink(missing_ok=True)
             return False
         slot.on_disk = True
-        self._trim()
         return True
 
     def window_start(self, key: SlotKey) -> int | None:
@@ -236,9 +239,10 @@ class DiskSlots:
                 return "segments outside the saved tokens"
         return None
 
-    def _trim(self) -> None:
-        """Delete the least recently used files until the folder fits its bound,
-        and temporary files that a killed process left behind."""
+    def _trim(self, room: int = 0) -> None:
+        """Delete the least recently used files until the folder fits its bound
+        with `room` bytes to spare, and temporary files that a killed process
+        left behind."""
         now = time.time()
         try:
             for tmp in self.folder.glob("*.tmp*"):
@@ -249,7 +253,7 @@ class DiskSlots:
             return
         total = sum(size for _m, size, _p in files)
         for _mtime, size, path in sorted(files):
-            if total <= self.limit_bytes:
+            if total + room <= self.limit_bytes:
                 break
             path.unlink(missing_ok=True)
             total -= size

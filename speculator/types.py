@@ -71,6 +71,11 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     top_k: int = 0
     seed: int = 0
     multiline: bool | None = None  # None: decide from the syntax at the cursor
+    # May be answered from the quick window (EngineConfig.quick_window_tokens)
+    # while the full prompt is far from warm: an editor's typing completions.
+    # One-shot calls (CLI, groundspec/complete, benchmarks) leave it off, so
+    # they always see the full prompt.
+    quick_window: bool = False
     # Returns the parsed tree of exactly `text`, or None (the engine then parses
     # it): the server's documents keep theirs incrementally parsed. Called on
     # the engine's thread.

@@ -42,6 +42,18 @@ async def warming(lsp_client: LanguageClient, request: pytest.FixtureRequest):
     await lsp_client.shutdown_session()
 
 
+@pytest_lsp.fixture(
+    config=ClientServerConfig(
+        server_command=SERVER, server_env=server_env(GROUNDSPEC_FAKE_WARM_MS="1000")
+    )
+)
+async def rewarming(lsp_client: LanguageClient):
+    """Warm-ups of a second, resumed 0.2 s after a completion or an edit."""
+    await start_session(lsp_client, "neovim", {"idleWarmMs": 200})
+    yield
+    await lsp_client.shutdown_session()
+
+
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER, server_env=server_env()))
 async def quick(lsp_client: LanguageClient):
     """The fake engine's warm-up takes no time, like a keystroke's."""
@@ -87,6 +99,20 @@ async def test_a_completion_interrupts_the_warm_up_and_ends_its_progress(
     await eventually(lambda: ended(warming), timeout=5)
     [values] = warm_reports(warming).values()
     assert values[-1].message == "Warm-up interrupted"
+
+
+async def test_the_warm_up_resumes_after_a_completion_and_is_shown(
+    rewarming: LanguageClient,
+) -> None:
+    """Issue 12: the first completion on an unseen file comes from the quick window
+    and interrupts didOpen's warm-up; the full prompt goes on warming, shown."""
+    open_doc(rewarming, URI)
+    await eventually(lambda: bool(warm_reports(rewarming)), timeout=5)
+    assert (await inline(rewarming, URI, pos(2, 11))).items
+    await eventually(lambda: len(warm_reports(rewarming)) == 2 and ended(rewarming), timeout=5)
+    first, second = warm_reports(rewarming).values()
+    assert first[-1].message == "Warm-up interrupted"
+    assert [v.kind for v in second] == ["begin", "end"] and second[-1].message == "Cache warm"
 
 
 async def test_a_quick_warm_up_is_not_shown(quick: LanguageClient) -> None:

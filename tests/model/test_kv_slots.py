@@ -8,6 +8,7 @@ from __future__ import annotations
 import graphlib
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from speculator import provision
@@ -105,13 +106,24 @@ def test_the_quick_window_answers_first_then_the_full_prompt_takes_over(tmp_path
     text = Path(graphlib.__file__).read_text()[:3500]
     try:
         request = CompletionRequest(
-            text=text, cursor=3000, path=PATH, max_tokens=4, speculation="off"
+            text=text,
+            cursor=3000,
+            path=PATH,
+            max_tokens=4,
+            speculation="off",
+            quick_window=True,  # an editor's typing completion
         )
         quick = engine.complete(request).stats
-        assert quick.prompt_tokens < 320  # the short window
-        engine.warm(request)  # what the idle warm-up does
-        full = engine.complete(request).stats
+        assert quick.prompt_tokens <= 110  # the short window (its budget, give or take a line)
+        typed = msgspec.structs.replace(request, text=text[:3000] + "s" + text[3000:], cursor=3001)
+        again = engine.complete(typed).stats  # still cold: the quick window, its KV reused
+        assert again.prompt_tokens <= 110 and again.prompt_tokens - again.reused_prompt_tokens <= 8
+        engine.warm(typed)  # what the idle warm-up does
+        full = engine.complete(typed).stats
         assert full.prompt_tokens > 600
         assert full.prompt_tokens - full.reused_prompt_tokens <= 16
+        # A one-shot call (CLI, bench) on a cold document gets the full prompt.
+        one_shot = msgspec.structs.replace(request, path="/src/other.py", quick_window=False)
+        assert engine.complete(one_shot).stats.prompt_tokens > 600
     finally:
         engine.close()

@@ -1,10 +1,17 @@
+import re
+
+import pytest
+
 from speculator.grounding import Grounding
 from speculator.prompt import (
     FIM_MIDDLE,
     FIM_PREFIX,
     FIM_SUFFIX,
     SNIPPET_BUDGET_CHARS,
+    FimPrompt,
+    QuickWindow,
     build_fim,
+    build_quick_fim,
     prefix_window_start,
 )
 from speculator.types import Snippet
@@ -42,19 +49,82 @@ def test_a_large_snippet_is_cut_to_the_budget_not_dropped() -> None:
     assert len(header) < SNIPPET_BUDGET_CHARS + 100  # the path and separators
 
 
-def test_the_quick_window_is_a_short_prompt_around_the_cursor() -> None:
-    """Issue 12: the first suggestion on an unseen file comes from ~300 tokens."""
-    from speculator.grounding import Grounding
-    from speculator.prompt import QUICK_PREFIX_CHARS, QUICK_SUFFIX_CHARS, build_fim
+def words(text: str) -> int:
+    """A stand-in tokenizer: one token per word or symbol run."""
+    return len(re.findall(r"\w+|[^\w\s]+", text))
 
-    text = "".join(f"line_{i} = {i}\n" for i in range(2000))
-    cursor = len(text) // 2
-    grounding = Grounding(text, "python", None)
-    full = build_fim(text, cursor, grounding, [], "a.py")
-    quick = build_fim(
-        text, cursor, grounding, [], "a.py",
-        prefix_budget=QUICK_PREFIX_CHARS, suffix_budget=QUICK_SUFFIX_CHARS,
-    )  # fmt: skip
-    assert len(quick.prefix) <= QUICK_PREFIX_CHARS < len(full.prefix)
-    assert len(quick.suffix) <= QUICK_SUFFIX_CHARS < len(full.suffix)
-    assert full.prefix.endswith(quick.prefix) and full.suffix.startswith(quick.suffix)
+
+QUICK_CODE = (
+    "import os\n\n\n"
+    + "".join(f"def helper_{i}(x):\n    return x * {i}\n\n\n" for i in range(50))
+    + "class Parser:\n"
+    + "    def __init__(self, source):\n        self.source = source\n\n"
+    + "    def parse(self, text,\n              strict=False):\n"
+    + "".join(f"        value_{i} = text.split()[{i}]\n" for i in range(60))
+    + "        return value_0\n"
+    + "".join(f"\n\ndef tail_{i}():\n    pass\n" for i in range(50))
+)
+
+
+def quick(
+    cursor: int, budget: int = 120, previous: QuickWindow | None = None
+) -> tuple[FimPrompt, QuickWindow]:
+    return build_quick_fim(
+        QUICK_CODE, cursor, Grounding(QUICK_CODE, "python"), budget, words, previous
+    )
+
+
+def test_the_quick_window_holds_the_scope_headers_and_the_lines_before_the_cursor() -> None:
+    """Issue 12: a short prompt that still says where the cursor is."""
+    cursor = QUICK_CODE.index("value_50 = ") + len("value_50 = ")
+    fim, window = quick(cursor)
+    prefix = fim.segments[0][1]
+    # The class and the method signature (two lines), then the nearest lines.
+    assert prefix.startswith(
+        "class Parser:\n    def parse(self, text,\n              strict=False):\n"
+    )
+    assert prefix.endswith("        value_49 = text.split()[49]\n        value_50 = ")
+    assert "value_10 " not in prefix and "helper_" not in prefix and "__init__" not in prefix
+    assert fim.suffix.startswith("text.split()[50]\n        value_51")
+    total = sum(words(text) for _, text in fim.segments)
+    assert 100 <= total <= 120  # the budget, nearly spent
+    assert QUICK_CODE[window.start - 1] == "\n"
+
+
+def test_the_quick_window_start_stays_put_while_typing() -> None:
+    """Its first line is kept while it fits, so keystrokes reuse the KV."""
+    cursor = QUICK_CODE.index("value_50 = ") + len("value_50 = ")
+    first, window = quick(cursor)
+    typed, kept = quick(cursor + 2, previous=window)
+    assert kept == window
+    assert typed.segments[0][1].startswith(first.segments[0][1])
+    _, moved = quick(QUICK_CODE.index("value_59 = "), previous=window)
+    assert moved.start != window.start  # ten lines on: a new window
+
+
+def test_the_quick_window_near_the_top_or_on_a_huge_line() -> None:
+    top, _ = quick(QUICK_CODE.index("def helper_1"))
+    assert top.segments[0][1].startswith("import os")  # no scope: just the lines before
+    line = "x = [" + ", ".join(str(i) for i in range(3000)) + "]"
+    fim, _ = build_quick_fim(line, len(line) - 1, Grounding(line, "python"), 64, words)
+    assert words(fim.segments[0][1]) <= 64 and line[: len(line) - 1].endswith(fim.prefix)
+
+
+def test_the_quick_window_can_bring_the_definitions_of_the_names_before_the_cursor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from speculator import prompt
+
+    monkeypatch.setattr(prompt, "QUICK_DEFINITION_SHARE", 0.2)
+    text = QUICK_CODE.replace("        return value_0\n", "        return self.source + value_0\n")
+    cursor = text.index("return self.source")  # after `value_59 = ...`, before `return`
+    fim, _ = build_quick_fim(text, cursor, Grounding(text, "python"), 120, words)
+    prefix = fim.segments[0][1]
+    assert "value_59 = text.split()[59]\n" in prefix
+    # `text` is a parameter (in the signature already); `value_59` is in the window.
+    assert prefix.count("self.source = source") == 0
+    typed = text[:cursor] + "self.source" + text[cursor:]
+    fim, _ = build_quick_fim(
+        typed, cursor + len("self.source"), Grounding(typed, "python"), 120, words
+    )
+    assert "        self.source = source\n" in fim.segments[0][1]  # from __init__

@@ -97,6 +97,26 @@ def test_the_slot_folder_stays_within_its_byte_bound(disk: DiskSlots) -> None:
     assert disk.load(("completion", "/src/0.py")) is None  # the oldest went first
 
 
+def test_the_slot_folder_stays_within_its_bound_while_a_file_is_written(
+    disk: DiskSlots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench.slots_memory saw the folder one file over its bound: the new file was
+    written before the least recently used ones were deleted."""
+    import speculator.slots as slots_module
+
+    sizes: list[int] = []
+    real_replace = os.replace
+
+    def replace(src: str | Path, dst: str | Path) -> None:
+        sizes.append(sum(p.stat().st_size for p in disk.folder.iterdir()))  # tmp file included
+        real_replace(src, dst)
+
+    monkeypatch.setattr(slots_module.os, "replace", replace)
+    for i in range(12):
+        assert disk.save(_slot("completion", f"/src/{i % 5}.py", 1000, fill=i))
+    assert len(sizes) == 12 and max(sizes) <= disk.limit_bytes
+
+
 def test_an_unwritable_folder_is_a_log_line_not_a_crash(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

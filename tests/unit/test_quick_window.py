@@ -1,0 +1,101 @@
+"""Who gets the quick window (issue 12): an editor's typing completions may be
+served from the short window on an unseen file; one-shot calls (the CLI,
+`groundspec/complete`, the benchmarks) always get the full prompt."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from pathlib import Path
+
+import pytest
+from lsprotocol import types
+
+from bench import run
+from bench.tasks import completion_tasks
+from lsp_server import cli
+from lsp_server.options import ServerOptions, StartupConfig
+from lsp_server.service import CompletionService
+from speculator.config import EngineConfig
+from speculator.fake import FakeEngine
+
+URI = "file:///a.py"
+
+
+@pytest.fixture
+async def service():
+    options = ServerOptions(engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=0)
+    svc = CompletionService(StartupConfig(options=options))
+    svc.start()
+    yield svc
+    svc.shutdown()
+
+
+def fake_of(service: CompletionService) -> FakeEngine:
+    engine = service.host.engine
+    assert isinstance(engine, FakeEngine)
+    return engine
+
+
+async def test_typing_completions_may_use_the_quick_window(service: CompletionService) -> None:
+    item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="x = \ny = ")
+    service.open_document(item)
+    await service.complete_typing(URI, types.Position(line=0, character=4))
+    await service.complete_typing(URI, types.Position(line=1, character=4), kind="completion")
+    assert [r.quick_window for r in fake_of(service).requests] == [True, True]
+
+
+async def test_headless_completions_get_the_full_prompt(service: CompletionService) -> None:
+    item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="x = ")
+    service.open_document(item)
+    position = {"line": 0, "character": 4}
+    await service.complete({"textDocument": {"uri": URI}, "position": position})
+    await service.complete({"text": "y = ", "position": position})
+    assert [r.quick_window for r in fake_of(service).requests] == [False, False]
+
+
+def test_the_cli_gets_the_full_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "a.py"
+    source.write_text("def add(a, b):\n    return a + b\n")
+    engine = FakeEngine()
+    monkeypatch.setattr(cli, "load", lambda *args, **kwargs: engine)
+    args = argparse.Namespace(
+        location=f"{source}:2:5", max_tokens=8, speculation="off", temperature=0.0, json=False
+    )
+    assert cli.run_complete(args) == 0
+    assert [r.quick_window for r in engine.requests] == [False]
+
+
+def test_the_benchmark_gets_the_full_prompt() -> None:
+    engine = FakeEngine()
+    run.run_task(engine, completion_tasks()[0], "off")
+    assert [r.quick_window for r in engine.requests] == [False]
+
+
+def test_the_quick_window_is_on_by_default_and_the_environment_turns_it_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert EngineConfig().quick_window_tokens > 0
+    monkeypatch.setenv("GROUNDSPEC_QUICK_WINDOW_TOKENS", "0")
+    assert EngineConfig().with_env().quick_window_tokens == 0
+
+
+async def test_a_typing_completion_is_followed_by_a_warm_up_of_the_full_prompt() -> None:
+    """The completion cancels a running warm-up (didOpen's) and may have come from
+    the quick window: the full prompt must go on warming without another edit."""
+    options = ServerOptions(engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=50)
+    svc = CompletionService(StartupConfig(options=options))
+    svc.start()
+    try:
+        item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="x = \ny = ")
+        svc.open_document(item)
+        await svc.complete_typing(URI, types.Position(line=0, character=4))
+        await asyncio.sleep(0.3)
+        warmed = len(fake_of(svc).warmed)
+        await svc.complete_typing(URI, types.Position(line=1, character=4))
+        await asyncio.sleep(0.3)
+        assert len(fake_of(svc).warmed) == warmed + 1
+    finally:
+        svc.shutdown()
