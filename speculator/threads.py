@@ -12,7 +12,8 @@ on the cores it may run on, over about the last second, and leaves those cores
 to them: the thread count is the cores it may use minus the cores others keep
 busy (rounded so that a share of 0.35 core or more counts as taken), at least 1
 and at most the configured count. It is a measurement, not a guess, so it
-follows a compiler or a browser as it starts and stops.
+follows a compiler or a browser as it starts and stops. Niced processes (a
+`nice make`, an indexer) are not counted: they only get what we leave.
 """
 
 from __future__ import annotations
@@ -50,23 +51,33 @@ def usable_cores() -> list[int]:
 def read_cpu_sample(cores: list[int]) -> CpuSample | None:
     """Busy time of the given cores (/proc/stat) and this process's own time;
     None where /proc/stat is not there (not Linux) or unreadable."""
-    wanted = {f"cpu{i}" for i in cores}
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    busy = 0
+    # Time of niced processes is counted apart ("nice"): the scheduler gives
+    # them only what we leave, so they take no core from us and are not
+    # counted, unless this process is niced itself (then its own time is there).
+    niced = hasattr(os, "nice") and os.nice(0) > 0
     try:
         with open("/proc/stat", encoding="ascii") as stat:
-            for line in stat:
-                if not line.startswith("cpu"):
-                    break
-                fields = line.split()
-                if fields[0] in wanted:
-                    # user nice system idle iowait irq softirq steal: all but idle, iowait
-                    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
-                    busy += user + nice + system + irq + softirq + steal
+            busy = busy_ticks(stat.read(), cores, niced)
     except (OSError, ValueError):
         return None
     own = os.times()
     return CpuSample(time.monotonic(), busy / tick, own.user + own.system)
+
+
+def busy_ticks(proc_stat: str, cores: list[int], count_nice: bool) -> int:
+    """Ticks the given cores spent busy, from /proc/stat's per-cpu lines."""
+    wanted = {f"cpu{i}" for i in cores}
+    busy = 0
+    for line in proc_stat.splitlines():
+        if not line.startswith("cpu"):
+            break
+        fields = line.split()
+        if fields[0] in wanted:
+            # user nice system idle iowait irq softirq steal: all but idle, iowait
+            user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[1:9])
+            busy += user + system + irq + softirq + steal + (nice if count_nice else 0)
+    return busy
 
 
 class ThreadPolicy:

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from speculator.threads import CpuSample, ThreadPolicy, read_cpu_sample, usable_cores
+from speculator.threads import (
+    CpuSample,
+    ThreadPolicy,
+    busy_ticks,
+    read_cpu_sample,
+    usable_cores,
+)
 
 
 class Machine:
@@ -89,3 +95,17 @@ def test_reads_this_machines_counters() -> None:
     assert second is not None
     assert second.own_s >= first.own_s and second.busy_s >= first.busy_s
     assert second.wall_s > first.wall_s
+
+
+PROC_STAT = """cpu  300 50 30 900 5 0 2 1 0 0
+cpu0 100 40 10 400 2 0 1 0 0 0
+cpu1 200 10 20 500 3 0 1 1 0 0
+intr 12345
+"""
+
+
+def test_busy_ticks_counts_our_cores_and_leaves_niced_work_out() -> None:
+    # cpu0: user 100 + system 10 + softirq 1; nice 40 only when we are niced ourselves
+    assert busy_ticks(PROC_STAT, [0], count_nice=False) == 111
+    assert busy_ticks(PROC_STAT, [0], count_nice=True) == 151
+    assert busy_ticks(PROC_STAT, [0, 1], count_nice=False) == 111 + 222
