@@ -8,19 +8,21 @@ peer included), so `off` and every other mode are measured under the same load.
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from types import TracebackType
 
 log = logging.getLogger(__name__)
 
-# Spins until its parent goes away: a benchmark killed without its __exit__ must not
-# leave a core busy behind it (one did, for an hour, under every later run).
+# Spins until its parent (pid in argv[1]) goes away: a benchmark killed without its
+# __exit__ must not leave a core busy behind it (one did, for an hour, under every
+# later run). The pid is passed in: a starved child may start after its parent died.
 SPIN = (
-    "import os\n"
-    "parent = os.getppid()\n"
+    "import os, sys\n"
+    "parent = int(sys.argv[1])\n"
     "while os.getppid() == parent:\n"
-    "    for _ in range(1_000_000): pass\n"
+    "    for _ in range(100_000): pass\n"
 )
 
 
@@ -33,7 +35,7 @@ class CpuLoad:
 
     def __enter__(self) -> CpuLoad:
         if self.enabled:
-            self.process = subprocess.Popen([sys.executable, "-c", SPIN])
+            self.process = subprocess.Popen([sys.executable, "-c", SPIN, str(os.getpid())])
             log.warning("load: pid %d spins on one core for the whole run", self.process.pid)
         return self
 
