@@ -20,6 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
+from lsp_server.options import ServerOptions
 from speculator.config import EngineConfig
 from speculator.engine import SpeculativeEngine
 from speculator.totals import percentile
@@ -34,6 +35,8 @@ log = logging.getLogger(__name__)
 REGIONS = [("graphlib.py", 163, 4), ("reprlib.py", 112, 6)]
 PREFIX_KEYSTROKES = 25  # exact reuse re-evaluates the suffix: slow, so fewer
 COLD_KEYSTROKES = 2
+# As the LSP server's typing completions: stop at a new line after this long.
+TYPING_MAX_PREDICT_MS = ServerOptions().max_predict_ms
 REFRESH_EVERY = 8  # keystrokes between idle re-syncs in the `refresh` variant
 VARIANTS = ("shift", "refresh", "prefix", "cold")
 
@@ -60,7 +63,12 @@ def replay(
         if variant == "refresh" and i % REFRESH_EVERY == 0:
             engine.warm(CompletionRequest(text=text, cursor=at + i, path="replay"))
         req = CompletionRequest(
-            text=text, cursor=at + i, path="replay", max_tokens=24, speculation="auto"
+            text=text,
+            cursor=at + i,
+            path="replay",
+            max_tokens=24,
+            speculation="auto",
+            max_predict_ms=TYPING_MAX_PREDICT_MS,
         )
         started = time.perf_counter()
         result = engine.complete(req)
@@ -154,7 +162,9 @@ def report(summary: dict[str, dict[str, float]], agreement: dict[str, dict[str, 
         "",
         f"`groundspec bench --replay`: regions of {', '.join(f'{f}:{line} ({n} lines)' for f, line, n in REGIONS)} "
         "are deleted and re-typed one character at a time; each keystroke sends one completion "
-        "(up to 24 tokens, `auto`), straight to the engine, with no debounce or typed-ahead cache.",
+        "(up to 24 tokens, `auto`, stopping at a new line after "
+        f"{TYPING_MAX_PREDICT_MS} ms of decoding as the LSP server's typing completions do), "
+        "straight to the engine, with no debounce or typed-ahead cache.",
         "",
         "| KV reuse | requests | prompt tokens (median) | evaluated per keystroke (median / mean) "
         "| p50 ms | p95 ms | p95 prompt ms / decode ms | draft-model prompt tokens in decode (max) |",

@@ -160,10 +160,11 @@ def completion_request(
     options: ServerOptions,
     params: _Source | None = None,
     *,
-    quick_window: bool = False,
+    typing: bool = False,
 ) -> CompletionRequest:
-    """`quick_window`: an editor's typing completion, which may come from the
-    short window on an unseen file (one-shot calls always get the full prompt)."""
+    """`typing`: an editor's completion as the user types, which may come from
+    the short window on an unseen file and stops at a new line once it has run
+    `max_predict_ms` (one-shot calls always get the full prompt and no limit)."""
     return CompletionRequest(
         text=src.text,
         cursor=cursor,
@@ -173,7 +174,8 @@ def completion_request(
         speculation=_pick(params and params.speculation, options.speculation),
         temperature=_pick(params and params.temperature, options.temperature),
         tree=_tree_of(src),
-        quick_window=quick_window,
+        quick_window=typing,
+        max_predict_ms=options.max_predict_ms if typing else 0,
     )
 
 

@@ -219,7 +219,7 @@ class CompletionService:
         The list is empty when a newer keystroke superseded the request."""
         src = self.source(uri)
         cursor = rq.offset(src.index, position)
-        request = rq.completion_request(src, cursor, self.options, quick_window=True)
+        request = rq.completion_request(src, cursor, self.options, typing=True)
         try:
             results = await self.scheduler.complete_all(
                 src.uri,

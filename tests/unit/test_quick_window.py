@@ -1,6 +1,7 @@
-"""Who gets the quick window (issue 12): an editor's typing completions may be
-served from the short window on an unseen file; one-shot calls (the CLI,
-`groundspec/complete`, the benchmarks) always get the full prompt."""
+"""Who gets the quick window (issue 12) and the time limit: an editor's typing
+completions may be served from the short window on an unseen file and stop at a
+new line after `maxPredictMs`; one-shot calls (the CLI, `groundspec/complete`,
+the benchmarks) always get the full prompt and no time limit."""
 
 from __future__ import annotations
 
@@ -43,6 +44,9 @@ async def test_typing_completions_may_use_the_quick_window(service: CompletionSe
     await service.complete_typing(URI, types.Position(line=0, character=4))
     await service.complete_typing(URI, types.Position(line=1, character=4), kind="completion")
     assert [r.quick_window for r in fake_of(service).requests] == [True, True]
+    default = ServerOptions().max_predict_ms
+    assert default > 0
+    assert [r.max_predict_ms for r in fake_of(service).requests] == [default, default]
 
 
 async def test_headless_completions_get_the_full_prompt(service: CompletionService) -> None:
@@ -52,6 +56,7 @@ async def test_headless_completions_get_the_full_prompt(service: CompletionServi
     await service.complete({"textDocument": {"uri": URI}, "position": position})
     await service.complete({"text": "y = ", "position": position})
     assert [r.quick_window for r in fake_of(service).requests] == [False, False]
+    assert [r.max_predict_ms for r in fake_of(service).requests] == [0, 0]
 
 
 def test_the_cli_gets_the_full_prompt(
@@ -65,13 +70,28 @@ def test_the_cli_gets_the_full_prompt(
         location=f"{source}:2:5", max_tokens=8, speculation="off", temperature=0.0, json=False
     )
     assert cli.run_complete(args) == 0
-    assert [r.quick_window for r in engine.requests] == [False]
+    assert [(r.quick_window, r.max_predict_ms) for r in engine.requests] == [(False, 0)]
 
 
 def test_the_benchmark_gets_the_full_prompt() -> None:
     engine = FakeEngine()
     run.run_task(engine, completion_tasks()[0], "off")
-    assert [r.quick_window for r in engine.requests] == [False]
+    assert [(r.quick_window, r.max_predict_ms) for r in engine.requests] == [(False, 0)]
+
+
+async def test_max_predict_ms_zero_lifts_the_typing_time_limit() -> None:
+    options = ServerOptions(
+        engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=0, max_predict_ms=0
+    )
+    svc = CompletionService(StartupConfig(options=options))
+    svc.start()
+    try:
+        item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="x = ")
+        svc.open_document(item)
+        await svc.complete_typing(URI, types.Position(line=0, character=4))
+        assert [r.max_predict_ms for r in fake_of(svc).requests] == [0]
+    finally:
+        svc.shutdown()
 
 
 def test_the_quick_window_is_on_by_default_and_the_environment_turns_it_off(
