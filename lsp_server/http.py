@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import re
 import signal
 import sys
@@ -717,7 +716,7 @@ def run_with_lsp(
     GroundspecServer.start_io/start_tcp each run a loop of their own, so this runs
     the protocol's message loop (protocol.py's framing) itself, next to aiohttp. Ends the process like run_server: 0 after
     shutdown + exit, 1 if the LSP client went away without them."""
-    from .server import create_server, parse_tcp
+    from .server import create_server, end_process, parse_tcp
 
     setup_logging(log_file)
     host, port = parse_http(address)
@@ -737,11 +736,7 @@ def run_with_lsp(
     except (KeyboardInterrupt, SystemExit):  # pygls ends `exit` with sys.exit()
         pass
     finally:
-        ls.service.shutdown()
-        code = 0 if ls.shutdown_requested else 1
-        log.info("exiting with %d", code)
-        logging.shutdown()
-        os._exit(code)
+        end_process(ls)
 
 
 def _protocol(ls: GroundspecServer) -> GroundspecProtocol:

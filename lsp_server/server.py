@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import msgspec
 from lsprotocol import types
@@ -562,8 +562,15 @@ def run_server(
         else:
             ls.start_io()
     finally:
-        ls.service.shutdown()
-        code = 0 if ls.shutdown_requested else 1
-        log.info("exiting with %d", code)
-        logging.shutdown()
-        os._exit(code)
+        end_process(ls)
+
+
+def end_process(ls: GroundspecServer) -> NoReturn:
+    """Stop the service and end the process: 0 after shutdown + exit, 1 if the
+    client went away without them (the LSP rule). os._exit, because the stdin
+    reader thread cannot be joined."""
+    ls.service.shutdown()
+    code = 0 if ls.shutdown_requested else 1
+    log.info("exiting with %d", code)
+    logging.shutdown()
+    os._exit(code)
