@@ -248,6 +248,7 @@ class WarmObserver(Protocol):
 class _WarmRun:
     """One warm-up job: whether it started, whether its progress is on screen."""
 
+    signature: tuple[Any, ...]
     running: bool = False
     shown: bool = False
     timer: asyncio.TimerHandle | None = None
@@ -274,6 +275,7 @@ class Scheduler:
         self._inflight: dict[str, tuple[tuple[Any, ...], Future[list[CompletionResult]]]] = {}
         self._warm_timers: dict[str, asyncio.TimerHandle] = {}
         self._warm_due: dict[str, tuple[float, Callable[[], CompletionRequest | None]]] = {}
+        self._warming: dict[str, tuple[Any, ...]] = {}  # key -> the prompt being warmed
         self.warm_observer: WarmObserver | None = None
         self.cache_hits = 0
         self.shared = 0
@@ -457,12 +459,13 @@ class Scheduler:
         if engine is None or any(slot[0] == key for slot in self._latest):
             return  # not loaded yet, or a completion is already warming it
         request = build()
-        if request is None:
-            return
+        if request is None or self._warming.get(key) == _signature(request):
+            return  # nothing to warm, or this very prompt is warming (didOpen, then "ready")
+        run = _WarmRun(_signature(request))
+        self._warming[key] = run.signature
         self.warms += 1
         token = CancelToken()
         loop = asyncio.get_running_loop()
-        run = _WarmRun()
 
         def warm() -> int:
             _call_soon(loop, self._warm_started, run)
@@ -470,7 +473,7 @@ class Scheduler:
 
         future = self.worker.submit(warm, token, background=True)
         future.add_done_callback(_log_warm_failure)
-        future.add_done_callback(lambda f: _call_soon(loop, self._warm_finished, run, f))
+        future.add_done_callback(lambda f: _call_soon(loop, self._warm_finished, key, run, f))
 
     def _warm_started(self, run: _WarmRun) -> None:
         run.running = True
@@ -485,7 +488,9 @@ class Scheduler:
             run.shown = True
             self.warm_observer.warm_began()
 
-    def _warm_finished(self, run: _WarmRun, future: Future[Any]) -> None:
+    def _warm_finished(self, key: str, run: _WarmRun, future: Future[Any]) -> None:
+        if self._warming.get(key) == run.signature:
+            del self._warming[key]
         run.running = False
         if run.timer is not None:
             run.timer.cancel()

@@ -25,8 +25,9 @@ def warm_reports(client: LanguageClient) -> dict[Any, list[Any]]:
 
 
 def ended(client: LanguageClient) -> bool:
+    # A token is in the reports from window/workDoneProgress/create on, before its "begin".
     reports = warm_reports(client)
-    return bool(reports) and all(values[-1].kind == "end" for values in reports.values())
+    return bool(reports) and all(values and values[-1].kind == "end" for values in reports.values())
 
 
 @pytest_lsp.fixture(

@@ -152,6 +152,21 @@ async def test_idle_warm_runs_after_the_delay(setup) -> None:
     assert scheduler.warms == 1
 
 
+async def test_a_prompt_already_warming_is_not_warmed_twice(setup) -> None:
+    """didOpen and "models ready" both warm the same prompt: one warm-up runs."""
+    scheduler, engine = setup
+    await scheduler.host.get(1)
+    engine.warm_ms = 200.0
+    scheduler.schedule_warm("doc", lambda: request(), 0.0)
+    await asyncio.sleep(0.05)  # the first is running
+    scheduler.schedule_warm("doc", lambda: request(), 0.0)
+    await asyncio.sleep(0.02)  # fired: a duplicate, not run
+    scheduler.schedule_warm("doc", lambda: request("ab"), 0.0)  # another prompt still warms
+    await asyncio.sleep(0.6)
+    assert engine.warmed == [len(TEXT), 2]
+    assert scheduler.warms == 2
+
+
 async def test_a_completion_cancels_a_running_warm_up(setup) -> None:
     scheduler, engine = setup
     await scheduler.host.get(1)
