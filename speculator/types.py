@@ -29,13 +29,35 @@ class CancelToken:
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._hooks: list[Callable[[], None]] = []
 
     def cancel(self) -> None:
-        self._event.set()
+        # Hooks run under the lock, so none runs once on_cancel's remover returned.
+        with self._lock:
+            self._event.set()
+            for hook in self._hooks:
+                hook()
 
     @property
     def cancelled(self) -> bool:
         return self._event.is_set()
+
+    def on_cancel(self, hook: Callable[[], None]) -> Callable[[], None]:
+        """Call `hook` (on the cancelling thread) when cancelled, at once if it
+        already is; returns the function that removes it. Hooks must be quick
+        and must not call back into the token."""
+        with self._lock:
+            if not self._event.is_set():
+                self._hooks.append(hook)
+                return lambda: self._remove(hook)
+        hook()
+        return lambda: None
+
+    def _remove(self, hook: Callable[[], None]) -> None:
+        with self._lock:
+            if hook in self._hooks:
+                self._hooks.remove(hook)
 
 
 class Stats(msgspec.Struct, rename="camel"):

@@ -7,6 +7,9 @@ NEAR_TIE_LOGITS of each other when re-evaluated: anything wider is a bug.
 
 from __future__ import annotations
 
+import threading
+
+import llama_cpp
 import pytest
 
 from bench.report import Run, first_divergence
@@ -104,5 +107,26 @@ def test_a_cancelled_warm_up_keeps_what_it_evaluated(engine: SpeculativeEngine) 
     assert len(engine.session.cells) == 2 * CANCEL_CHECK_TOKENS
     after_cancel = engine.complete(req)
     assert after_cancel.stats.reused_prompt_tokens == 2 * CANCEL_CHECK_TOKENS
+    engine.session.trim(0)
+    assert after_cancel.text == engine.complete(req).text
+
+
+@pytest.mark.skipif(
+    llama_cpp.llama_supports_gpu_offload(), reason="GPU backends do not poll the abort flag"
+)
+def test_a_cancel_stops_the_prompt_batch_in_progress(engine: SpeculativeEngine) -> None:
+    """The abort flag stops llama_decode mid-batch: a cancel 50 ms into the first
+    128-token batch (over a second on a CPU) leaves nothing evaluated, and the
+    cache is exact for the next request."""
+    task = completion_tasks()[6]
+    req = CompletionRequest(text=task.text, cursor=task.start, max_tokens=12, path="w.py")
+    engine.session.trim(0)
+    token = CancelToken()
+    threading.Timer(0.05, token.cancel).start()
+    with pytest.raises(Cancelled):
+        engine.warm(req, token)
+    assert engine.session.cells == [] and not engine.session.abort.raised
+    after_cancel = engine.complete(req)
+    assert after_cancel.stats.reused_prompt_tokens == 0
     engine.session.trim(0)
     assert after_cancel.text == engine.complete(req).text
