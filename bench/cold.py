@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .stdio import frame, read_messages
 from .tasks import CORPUS, Task, completion_tasks
 
 # Unseen files with long prompts: single-line tasks deep in the larger files.
@@ -55,6 +56,9 @@ class Keystroke:
     prompt_tokens: int
     evaluated: int
     text: str
+    prompt_ms: float = 0.0  # the engine's prompt evaluation
+    decode_ms: float = 0.0
+    total_ms: float = 0.0  # the engine's whole request; the rest of `ms` waited for it
 
 
 @dataclass
@@ -89,16 +93,8 @@ class Server:
         threading.Thread(target=self._read_stderr, daemon=True).start()
 
     def _read_stdout(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            length = None
-            while (line := out.readline()) not in (b"\r\n", b""):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            if not line or length is None:
-                return
-            message = json.loads(out.read(length))
+        assert self.proc.stdout is not None
+        for message in read_messages(self.proc.stdout):
             if message.get("method") == "$/progress":
                 params = message["params"]
                 self.progress.append((time.perf_counter(), str(params["token"]), params["value"]))
@@ -113,9 +109,8 @@ class Server:
             self.log.put(line.decode(errors="replace"))
 
     def send(self, message: Any) -> None:
-        body = json.dumps(message).encode()
         assert self.proc.stdin is not None
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.write(frame(message))
         self.proc.stdin.flush()
 
     def notify(self, method: str, params: Any) -> None:
@@ -170,7 +165,9 @@ def inline(server: Server, uri: str, text: str, cursor: int) -> tuple[float, str
 
 def keystroke(ms: float, text: str, stats: dict[str, Any]) -> Keystroke:
     prompt = int(stats.get("promptTokens", 0))
-    return Keystroke(ms, prompt, prompt - int(stats.get("reusedPromptTokens", 0)), text)
+    evaluated = prompt - int(stats.get("reusedPromptTokens", 0))
+    times = (float(stats.get(k, 0.0)) for k in ("promptMs", "decodeMs", "totalMs"))
+    return Keystroke(ms, prompt, evaluated, text, *times)
 
 
 class Document:
@@ -284,7 +281,9 @@ def report(runs: list[FileRun]) -> list[str]:
         warm_end = f"{r.warm_end_ms:.0f}" if r.warm_end_ms is not None else "not seen"
         out.append(
             f"{r.name}: first item {r.first_ms:.0f} ms after didOpen ({r.requests_to_first} "
-            f"request(s); engine {first.evaluated} of {first.prompt_tokens} prompt tokens) "
+            f"request(s); engine {first.evaluated} of {first.prompt_tokens} prompt tokens, "
+            f"prompt {first.prompt_ms:.0f} ms, decode {first.decode_ms:.0f} ms, "
+            f"before the engine {first.ms - first.total_ms:.0f} ms) "
             f"{first.text.splitlines()[0] if first.text else ''!r}; keystroke while warming "
             f"{during.ms:.0f} ms / {during.evaluated} of {during.prompt_tokens}; warm progress "
             f"begin {warm_shown} ms, end {warm_end} ms ({r.warm_message!r}); after it: {after}"

@@ -6,7 +6,6 @@ protocol tests and the fuzz test talk to `groundspec serve --fake` here.
 
 from __future__ import annotations
 
-import json
 import os
 import queue
 import subprocess
@@ -15,12 +14,9 @@ import threading
 import time
 from typing import Any
 
+from bench.stdio import frame, read_messages
+
 SERVER = [sys.executable, "-m", "lsp_server"]
-
-
-def frame(message: Any) -> bytes:
-    body = json.dumps(message).encode("utf-8") if not isinstance(message, bytes) else message
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 class RawServer:
@@ -50,16 +46,8 @@ class RawServer:
         self._next_id = 0
 
     def _read_stdout(self) -> None:
-        out = self.proc.stdout
-        assert out is not None
-        while True:
-            length = None
-            while (line := out.readline()) not in (b"\r\n", b""):
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            if not line or length is None:
-                return
-            message = json.loads(out.read(length))
+        assert self.proc.stdout is not None
+        for message in read_messages(self.proc.stdout):
             if "method" not in message:
                 self.answered_at[message.get("id")] = time.perf_counter()
             self.messages.put(message)
