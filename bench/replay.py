@@ -69,6 +69,7 @@ def replay(
             max_tokens=24,
             speculation="auto",
             max_predict_ms=TYPING_MAX_PREDICT_MS,
+            max_predict_from_start=True,
         )
         started = time.perf_counter()
         result = engine.complete(req)
@@ -163,7 +164,7 @@ def report(summary: dict[str, dict[str, float]], agreement: dict[str, dict[str, 
         f"`groundspec bench --replay`: regions of {', '.join(f'{f}:{line} ({n} lines)' for f, line, n in REGIONS)} "
         "are deleted and re-typed one character at a time; each keystroke sends one completion "
         "(up to 24 tokens, `auto`, stopping at a new line after "
-        f"{TYPING_MAX_PREDICT_MS} ms of decoding as the LSP server's typing completions do), "
+        f"{TYPING_MAX_PREDICT_MS} ms, prompt included, as the LSP server's typing completions do), "
         "straight to the engine, with no debounce or typed-ahead cache.",
         "",
         "| KV reuse | requests | prompt tokens (median) | evaluated per keystroke (median / mean) "

@@ -27,9 +27,11 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
     engine: EngineConfig = msgspec.field(default_factory=EngineConfig)
     debounce_ms: Annotated[int, msgspec.Meta(ge=0, le=5000)] = 120
     max_tokens: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
-    # A typing completion stops at the first new line generated after it has
-    # decoded this long (llama.vim's t_max_predict_ms, same default): on a busy
-    # machine the first lines come in time, the rest on a later keystroke. 0: no limit.
+    # A typing completion stops at the first new line generated once the engine
+    # has worked on it this long, its prompt included (llama.vim's
+    # t_max_predict_ms and default, which counts from the first token): on a busy
+    # machine or a cold file the first lines come in time, the rest on a later
+    # keystroke. 0: no limit.
     max_predict_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 1000
     refactor_max_tokens: Annotated[int, msgspec.Meta(ge=1, le=8192)] = 512
     speculation: Speculation = "auto"

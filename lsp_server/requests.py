@@ -176,6 +176,7 @@ def completion_request(
         tree=_tree_of(src),
         quick_window=typing,
         max_predict_ms=options.max_predict_ms if typing else 0,
+        max_predict_from_start=typing,
     )
 
 

@@ -67,6 +67,10 @@ MAX_DRAFT_CATCH_UP = 16
 # An idle warm-up writes the KV slots to disk at most this often.
 PERSIST_INTERVAL_S = 30.0
 
+# The decoder's time limit once a typing completion's limit was spent on its
+# prompt: stop at the first new line (0 would mean no limit).
+SPENT_LIMIT_MS = 0.001
+
 
 class SpeculativeEngine:
     def __init__(self, target: Model, draft: Model | None, config: EngineConfig):
@@ -233,7 +237,13 @@ class SpeculativeEngine:
         """Decode from `logits` (the session holds exactly the prompt) and finish the text."""
         request = prepared.request
         outcome = self._decode(
-            logits, request.speculation, request, prepared.corpus, prepared.stop, cancel
+            logits,
+            request.speculation,
+            request,
+            prepared.corpus,
+            prepared.stop,
+            cancel,
+            max_ms=_decode_time_limit(request, started),
         )
         text = finish_completion(outcome.text, prepared.multiline)
         sync = prepared.sync
@@ -448,6 +458,7 @@ class SpeculativeEngine:
         cancel: CancelToken | None,
         max_tokens: int | None = None,
         expected_tokens: int = 0,
+        max_ms: float = 0.0,
     ) -> DecodeOutcome:
         prompt = list(self.session.cells)
         kind = "refactor" if isinstance(request, RefactorRequest) else "completion"
@@ -462,7 +473,7 @@ class SpeculativeEngine:
             drafters,
             params,
             min_draft=0 if speculation == "auto" else 1,
-            max_ms=request.max_predict_ms if isinstance(request, CompletionRequest) else 0.0,
+            max_ms=max_ms,
         )
         try:
             outcome = decoder.run(
@@ -582,6 +593,16 @@ def _reporting(
 
 def _state(session: Session) -> SessionState:
     return SessionState(session.save_state(), list(session.cells), list(session.segments))
+
+
+def _decode_time_limit(request: CompletionRequest, started: float) -> float:
+    """The decoder's max_ms: the request's limit, less the time already spent
+    when it counts from the start; a spent limit still lets the first line end."""
+    limit = request.max_predict_ms
+    if limit <= 0 or not request.max_predict_from_start:
+        return limit
+    spent_ms = (time.perf_counter() - started) * 1000
+    return max(limit - spent_ms, SPENT_LIMIT_MS)
 
 
 def _grounding(request: CompletionRequest) -> Grounding:

@@ -108,6 +108,10 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     # Stop once decoding has run this long and a new line has been generated
     # (llama-server's t_max_predict_ms); 0: no time limit.
     max_predict_ms: float = 0.0
+    # Count max_predict_ms from the engine's start on the request, the prompt's
+    # evaluation included, not from the first token: an editor's typing
+    # completion, where a slow (cold) prompt has already spent the user's wait.
+    max_predict_from_start: bool = False
     # Called on the engine's thread as tokens are accepted (streaming).
     on_progress: Callable[[Progress], None] | None = None
 

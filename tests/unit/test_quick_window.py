@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,9 @@ from lsp_server import cli
 from lsp_server.options import ServerOptions, StartupConfig
 from lsp_server.service import CompletionService
 from speculator.config import EngineConfig
+from speculator.engine import SPENT_LIMIT_MS, _decode_time_limit
 from speculator.fake import FakeEngine
+from speculator.types import CompletionRequest
 
 URI = "file:///a.py"
 
@@ -47,6 +50,7 @@ async def test_typing_completions_may_use_the_quick_window(service: CompletionSe
     default = ServerOptions().max_predict_ms
     assert default > 0
     assert [r.max_predict_ms for r in fake_of(service).requests] == [default, default]
+    assert all(r.max_predict_from_start for r in fake_of(service).requests)
 
 
 async def test_headless_completions_get_the_full_prompt(service: CompletionService) -> None:
@@ -119,3 +123,14 @@ async def test_a_typing_completion_is_followed_by_a_warm_up_of_the_full_prompt()
         assert len(fake_of(svc).warmed) == warmed + 1
     finally:
         svc.shutdown()
+
+
+def test_a_typing_limit_counts_the_prompt_and_a_spent_one_still_ends_the_first_line() -> None:
+    typing = CompletionRequest(text="x", cursor=1, max_predict_ms=1000, max_predict_from_start=True)
+    now = time.perf_counter()
+    assert 600 < _decode_time_limit(typing, now - 0.3) <= 700  # 0.3 s went on the prompt
+    assert _decode_time_limit(typing, now - 2.0) == SPENT_LIMIT_MS > 0  # 0 would be no limit
+    http = CompletionRequest(text="x", cursor=1, max_predict_ms=1000)  # llama-server's count
+    assert _decode_time_limit(http, now - 2.0) == 1000
+    unlimited = CompletionRequest(text="x", cursor=1, max_predict_from_start=True)
+    assert _decode_time_limit(unlimited, now - 2.0) == 0
