@@ -60,6 +60,7 @@ class Report:
     peer: list[PeerRow] = field(default_factory=list)
     peer_note: str = ""  # why the peer row is missing, when it is
     load: bool = False  # a CPU-bound process was busy on one core for the whole run
+    repeat: int = 1  # each mode ran this many times per task, alternating; the median kept
     margins: dict[tuple[str, str], str] = field(default_factory=dict)  # (task, mode) -> note
 
 
@@ -196,6 +197,16 @@ def markdown(report: Report, summary: Summary, config: EngineConfig) -> str:
         "identical = text equal to `off`'s. Tasks sit in a fixed dev or test split "
         "(`bench/tasks.py`); tune on dev, judge on test.",
         "",
+        *(
+            [
+                f"Each mode ran {report.repeat} times per task, the modes alternating "
+                "(off, auto, off, auto, ...); each (task, mode) keeps its run of median decode "
+                "speed (`--repeat`).",
+                "",
+            ]
+            if report.repeat > 1
+            else []
+        ),
     ]
     for kind, splits in summary.items():
         for split, modes in splits.items():

@@ -119,7 +119,8 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
         modes = ["auto"]
     with CpuLoad(args.load) as load:
         ours = [m for m in modes if m != "peer"]
-        report = run_modes(config, tasks, ours, args.record_traces, load.enabled)
+        repeat = max(1, getattr(args, "repeat", 1))
+        report = run_modes(config, tasks, ours, args.record_traces, load.enabled, repeat)
         report.peer_note = remote_note
         if "peer" in modes:
             add_peer(config, report)
@@ -142,22 +143,37 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
     return 0
 
 
+def median_run(runs: list[Run]) -> Run:
+    """The run of median decode speed (the slower middle one of an even count)."""
+    ranked = sorted(runs, key=lambda r: r.stats.generated_tokens / max(r.stats.decode_ms, 1e-6))
+    return ranked[(len(ranked) - 1) // 2]
+
+
 def run_modes(
-    config: EngineConfig, tasks: list[Task], modes: list[str], traces: str | None, load: bool
+    config: EngineConfig,
+    tasks: list[Task],
+    modes: list[str],
+    traces: str | None,
+    load: bool,
+    repeat: int = 1,
 ) -> Report:
-    """Every mode on every task, back to back on one warm engine; then the
-    logit gaps of the divergences, and the `off` traces when asked."""
+    """Every mode on every task, back to back on one warm engine (`repeat` times,
+    alternating); then the logit gaps of the divergences, and the `off` traces
+    when asked."""
     from speculator.factory import load_engine
 
     engine = load_engine(config)
-    report = Report(load=load)
+    report = Report(load=load, repeat=repeat)
     for task in tasks:
         if task.kind == "completion":
             engine.warm(CompletionRequest(text=task.text, cursor=task.start, path=task.path))
-        for mode in modes:
-            run = run_task(engine, task, mode)  # type: ignore[arg-type]
-            report.runs.append(run)
-            log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
+        runs: dict[str, list[Run]] = {mode: [] for mode in modes}
+        for _ in range(repeat):  # alternating, so a slow minute hurts every mode alike
+            for mode in modes:
+                run = run_task(engine, task, mode)  # type: ignore[arg-type]
+                runs[mode].append(run)
+                log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
+        report.runs += [median_run(runs[mode]) for mode in modes]
     explain_divergences(engine, report)
     if traces is not None:  # "" (the flag alone): the default trace file
         from .simulate import DEFAULT_TRACES, record_traces

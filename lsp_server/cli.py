@@ -117,6 +117,9 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--cost-scale", type=float, default=1.0, help="--simulate: cost factor")
     bench.add_argument("--limit", type=int, default=0, help="only the first N tasks of each kind")
     bench.add_argument(
+        "--repeat", type=int, default=1, help="run each mode N times per task, keep the median"
+    )
+    bench.add_argument(
         "--output", help="write the markdown report here (e.g. docs/bench-results.md)"
     )
     bench.add_argument("--json", action="store_true", help="print raw results as JSON")
