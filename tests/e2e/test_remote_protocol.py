@@ -185,6 +185,14 @@ def posts(fake: Fake) -> list[dict[str, Any]]:
     return [body for path, body, _ in fake.requests if body]
 
 
+def run_cli(
+    args: list[str], env: dict[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """`groundspec ARGS` with this checkout's code."""
+    cli = [sys.executable, "-c", "from lsp_server.cli import main; main()"]
+    return subprocess.run([*cli, *args], capture_output=True, text=True, env=env, timeout=timeout)
+
+
 def test_completion_sends_grounding_and_maps_stats(fake: tuple[Fake, str]) -> None:
     state, url = fake
     engine = llama(url)
@@ -392,14 +400,7 @@ def test_cli_complete_through_the_backend(fake: tuple[Fake, str], tmp_path: Any)
     line = SOURCE[:CURSOR].count("\n") + 1
     col = CURSOR - SOURCE.rfind("\n", 0, CURSOR)
     args = ["complete", f"{source}:{line}:{col}", "--json", "--backend", "llama-server"]
-    cli = "from lsp_server.cli import main; main()"
-    out = subprocess.run(
-        [sys.executable, "-c", cli, *args, "--backend-url", url],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    out = run_cli([*args, "--backend-url", url], env, timeout=60)
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["text"] == "area(w, h) * d" and set(result["stats"]) == STATS_KEYS
@@ -411,27 +412,14 @@ def test_cli_bench_through_the_backend(fake: tuple[Fake, str]) -> None:
     chooses its speculation), no local peer; the in-process-only benches say why not."""
     state, url = fake
     state.pieces = ["def f():\n", "    return 1\n", "```"]
-    cli = "from lsp_server.cli import main; main()"
     env = {**os.environ, "PYTHONPATH": os.getcwd()}
     common = ["bench", "--backend", "llama-server", "--backend-url", url]
-    out = subprocess.run(
-        [sys.executable, "-c", cli, *common, "--kind", "refactor", "--limit", "1", "--json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    out = run_cli([*common, "--kind", "refactor", "--limit", "1", "--json"], env, timeout=120)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert [run["mode"] for run in report["runs"]] == ["auto"] and report["peer"] == []
     assert report["runs"][0]["stats"]["speculation"] == "ngram-mod"
     assert "`llama-server` backend" in report["peer_note"]
     assert [r[0] for r in state.requests if r[1]] == ["/completion"]
-    replay = subprocess.run(
-        [sys.executable, "-c", cli, *common, "--replay"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    replay = run_cli([*common, "--replay"], env, timeout=60)
     assert replay.returncode != 0 and "python -m bench.remote" in replay.stderr

@@ -12,15 +12,6 @@ from lsp_server.service import CompletionService, peak_rss_mb
 from speculator.config import EngineConfig
 
 
-@pytest.fixture
-async def service():
-    options = ServerOptions(engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=0)
-    svc = CompletionService(StartupConfig(options=options))
-    svc.start()
-    yield svc
-    svc.shutdown()
-
-
 def test_the_service_does_not_import_pygls() -> None:
     code = "import sys, lsp_server.service; print(any(m.startswith('pygls') for m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -16,7 +16,7 @@ from lsprotocol import types
 from bench import run
 from bench.tasks import completion_tasks
 from lsp_server import cli
-from lsp_server.options import ServerOptions, StartupConfig
+from lsp_server.options import ServerOptions
 from lsp_server.service import CompletionService
 from speculator.config import EngineConfig
 from speculator.engine import SPENT_LIMIT_MS, _decode_time_limit
@@ -24,15 +24,6 @@ from speculator.fake import FakeEngine
 from speculator.types import CompletionRequest
 
 URI = "file:///a.py"
-
-
-@pytest.fixture
-async def service():
-    options = ServerOptions(engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=0)
-    svc = CompletionService(StartupConfig(options=options))
-    svc.start()
-    yield svc
-    svc.shutdown()
 
 
 def fake_of(service: CompletionService) -> FakeEngine:
@@ -83,19 +74,12 @@ def test_the_benchmark_gets_the_full_prompt() -> None:
     assert [(r.quick_window, r.max_predict_ms) for r in engine.requests] == [(False, 0)]
 
 
-async def test_max_predict_ms_zero_lifts_the_typing_time_limit() -> None:
-    options = ServerOptions(
-        engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=0, max_predict_ms=0
-    )
-    svc = CompletionService(StartupConfig(options=options))
-    svc.start()
-    try:
+async def test_max_predict_ms_zero_lifts_the_typing_time_limit(fake_service) -> None:
+    async with fake_service(max_predict_ms=0) as svc:
         item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="x = ")
         svc.open_document(item)
         await svc.complete_typing(URI, types.Position(line=0, character=4))
         assert [r.max_predict_ms for r in fake_of(svc).requests] == [0]
-    finally:
-        svc.shutdown()
 
 
 def test_the_quick_window_is_on_by_default_and_the_environment_turns_it_off(
@@ -106,13 +90,12 @@ def test_the_quick_window_is_on_by_default_and_the_environment_turns_it_off(
     assert EngineConfig().with_env().quick_window_tokens == 0
 
 
-async def test_a_typing_completion_is_followed_by_a_warm_up_of_the_full_prompt() -> None:
+async def test_a_typing_completion_is_followed_by_a_warm_up_of_the_full_prompt(
+    fake_service,
+) -> None:
     """The completion cancels a running warm-up (didOpen's) and may have come from
     the quick window: the full prompt must go on warming without another edit."""
-    options = ServerOptions(engine=EngineConfig(fake=True), debounce_ms=0, idle_warm_ms=50)
-    svc = CompletionService(StartupConfig(options=options))
-    svc.start()
-    try:
+    async with fake_service(idle_warm_ms=50) as svc:
         item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="x = \ny = ")
         svc.open_document(item)
         await svc.complete_typing(URI, types.Position(line=0, character=4))
@@ -121,8 +104,6 @@ async def test_a_typing_completion_is_followed_by_a_warm_up_of_the_full_prompt()
         await svc.complete_typing(URI, types.Position(line=1, character=4))
         await asyncio.sleep(0.3)
         assert len(fake_of(svc).warmed) == warmed + 1
-    finally:
-        svc.shutdown()
 
 
 def test_a_typing_limit_counts_the_prompt_and_a_spent_one_still_ends_the_first_line() -> None:
