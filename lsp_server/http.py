@@ -216,19 +216,15 @@ class FrontDoor:
         n_indent = body.n_indent if isinstance(body, wire.InfillBody) else 0
         stops = body.stop or []
         stream = await start_stream(request) if body.stream else None
-        if stream is None:
-            result = await self._complete(completion, client, extra)
-        else:
+        send = None
+        if stream is not None:
 
             async def send(delta: str, generated: int, prompt_tokens: int) -> None:
                 partial = {"index": 0, "content": delta, "tokens": [], "stop": False}
                 partial |= {"id_slot": body.id_slot, "tokens_predicted": generated}
                 await send_event(stream, partial | {"tokens_evaluated": prompt_tokens})
 
-            def cut(text: str) -> str:
-                return wire.finish(text, stops, n_indent, 0, 0).content
-
-            result = await self._streamed(completion, client, extra, cut, stops, send)
+        result = await self._sample(completion, client, extra, stops, n_indent, send)
         generated = result.stats.generated_tokens
         done = wire.finish(
             result.text, stops, n_indent, max_tokens, generated, timed_out=result.timed_out
@@ -305,7 +301,7 @@ class FrontDoor:
                         await send(wire.finish(result.text, body.stops(), 0, 0, 0).content, 0, 0)
                 else:
                     seeded = msgspec.structs.replace(completion, seed=completion.seed + j)
-                    result = await self._sample(seeded, client, body.stops(), send)
+                    result = await self._sample(seeded, client, [], body.stops(), 0, send)
                 previous = result
                 stats.append(result.stats)
                 generated = result.stats.generated_tokens
@@ -406,8 +402,8 @@ class FrontDoor:
         completion: CompletionRequest,
         client: str,
         extra: list[Snippet],
-        cut: Callable[[str], str],
         stops: list[str],
+        n_indent: int,
         send: Callable[[str, int, int], Awaitable[None]],
     ) -> CompletionResult:
         """Run a completion, sending its text as the engine accepts tokens.
@@ -415,8 +411,12 @@ class FrontDoor:
         The engine reports the text as it would be if decoding stopped now; only
         the part later tokens can no longer change is sent (complete lines, or the
         line but for a tail that could still turn out to repeat the text after the
-        cursor or start a stop string), the rest once decoding is done. `cut` is
+        cursor or start a stop string), the rest once decoding is done; all after
         the HTTP side's own post-processing (stop strings, n_indent)."""
+
+        def cut(text: str) -> str:
+            return wire.finish(text, stops, n_indent, 0, 0).content
+
         loop = asyncio.get_running_loop()
         reports: asyncio.Queue[Progress | None] = asyncio.Queue()
 
@@ -455,17 +455,15 @@ class FrontDoor:
         self,
         completion: CompletionRequest,
         client: str,
+        extra: list[Snippet],
         stops: list[str],
+        n_indent: int,
         send: Callable[[str, int, int], Awaitable[None]] | None,
     ) -> CompletionResult:
         """One completion, streamed through `send` when given."""
         if send is None:
-            return await self._complete(completion, client, [])
-
-        def cut(text: str) -> str:
-            return wire.finish(text, stops, 0, 0, 0).content
-
-        return await self._streamed(completion, client, [], cut, stops, send)
+            return await self._complete(completion, client, extra)
+        return await self._streamed(completion, client, extra, stops, n_indent, send)
 
     def _max_tokens(self, asked: int | None) -> int:
         if asked is None or asked < 0:

@@ -386,7 +386,7 @@ class SpeculativeEngine:
         return start
 
     def _quick_fim_prompt(self, request: CompletionRequest, grounding: Grounding) -> FimPrompt:
-        key = request.path or ""
+        key = _slot_name(request)  # the window belongs to the slot it is kept in
         fim, self._quick_windows[key] = build_quick_fim(
             request.text,
             request.cursor,
