@@ -16,6 +16,7 @@ from bench.simulate import (
     TaskTrace,
     Traces,
     VirtualClock,
+    copy_ceiling,
     curve_warnings,
     load_traces,
     record_traces,
@@ -101,6 +102,26 @@ def test_new_text_costs_about_plain_and_never_much_more() -> None:
     (result,) = simulate(traces(trace("new", f"{SOURCE}\nWrite:\n", new)), token_bytes, tokenize)
     assert result.exact
     assert 0.9 <= result.speedup <= 1.05
+
+
+def test_the_ceiling_of_a_copy_is_the_best_batch_and_of_new_text_plain_steps() -> None:
+    cost = CostCurve({1: 30.0, 8: 120.0, 16: 200.0})  # 16 rows: 2.4x the tokens per ms
+    copy = trace("copy", f"Rewrite this:\n{SOURCE}\n", SOURCE)
+    # Each round emits one token and copies the next 15: 16 tokens per 200 ms.
+    assert copy_ceiling(copy, cost, max_rows=16) == pytest.approx(2.4, rel=0.05)
+    new = trace("new", "abc", "QXZJKVW")  # no character of it occurs before it
+    assert copy_ceiling(new, cost) == pytest.approx(1.0)
+
+
+def test_the_simulated_policy_stays_under_the_ceiling_of_verbatim_copies() -> None:
+    prompt = f"Rewrite this:\n{SOURCE}\nRewritten:\n"
+    recorded = traces(trace("copy", prompt, SOURCE), trace("new", prompt, "QXZJ" * 30))
+    for result in simulate(recorded, token_bytes, tokenize):
+        assert result.speedup <= result.ceiling + 1e-9, result.task
+    assert (
+        summarize(simulate(recorded, token_bytes, tokenize))["refactor"]["dev"]["median_ceiling"]
+        > 1.5
+    )
 
 
 def test_splits_are_replayed_apart_and_summarized_with_their_worst_task() -> None:
