@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from speculator.config import EngineConfig
 from speculator.drafters import common_prefix
+from speculator.models import default_gpu_layers
 from speculator.types import Engine, Stats
 
 from .tasks import SPLITS, peak_rss_mb
@@ -177,6 +178,14 @@ def config_note(config: EngineConfig) -> str:
     )
 
 
+def gpu_layers(config: EngineConfig) -> str:
+    """The offload the run had: the default is all layers when the build can offload."""
+    if config.backend != "local":
+        return "the server's"
+    layers = default_gpu_layers() if config.n_gpu_layers is None else config.n_gpu_layers
+    return "all" if layers >= 999 else str(layers)
+
+
 def markdown(report: Report, summary: Summary, config: EngineConfig) -> str:
     load = (
         "**Under load:** a CPU-bound process spun on one core for the whole run, "
@@ -188,7 +197,7 @@ def markdown(report: Report, summary: Summary, config: EngineConfig) -> str:
         "# Benchmarks",
         "",
         f"Machine: {platform.machine()}, {threads_used(config)}, "
-        f"{platform.system()} {platform.release()}; GPU layers: {config.n_gpu_layers or 0}. "
+        f"{platform.system()} {platform.release()}; GPU layers: {gpu_layers(config)}. "
         f"Run at {time.strftime('%Y-%m-%d %H:%M')}, `groundspec bench`. {load}",
         "",
         *([config_note(config), ""] if config.backend != "local" else []),
