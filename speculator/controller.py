@@ -74,6 +74,12 @@ class Controller:
         self._counts: dict[str, list[float]] = {}
         self._global_scale = 1.0  # measured / tabled cost, all batch sizes
         self._scale: dict[int, float] = {}  # the same, per tabled batch size
+        # The table's shape and nearest tabled size per row count, worked out once:
+        # cost() runs for every draft size in every round, and on a GPU a round
+        # is a few ms, so a scan of the table per call shows in the profile.
+        rows = range(max(max(self.cost_ms), MAX_VERIFY_ROWS, max_draft + 1) + 1)
+        self._shape = [_interpolate(self.cost_ms, n) for n in rows]
+        self._nearest_size = [self._scan_nearest(n) for n in rows]
 
     def rates(self, bucket: str) -> tuple[float, float]:
         """(P(first draft token accepted), P(next accepted | the one before was))."""
@@ -86,10 +92,19 @@ class Controller:
 
     def cost(self, rows: int) -> float:
         """Expected verify ms for a batch: the tabled shape times the measured scale."""
-        size = self._nearest(rows)
-        return _interpolate(self.cost_ms, rows) * self._scale.get(size, self._global_scale)
+        return self._tabled(rows) * self._scale.get(self._nearest(rows), self._global_scale)
+
+    def _tabled(self, rows: int) -> float:
+        if 0 <= rows < len(self._shape):
+            return self._shape[rows]
+        return _interpolate(self.cost_ms, rows)
 
     def _nearest(self, rows: int) -> int:
+        if 0 <= rows < len(self._nearest_size):
+            return self._nearest_size[rows]
+        return self._scan_nearest(rows)
+
+    def _scan_nearest(self, rows: int) -> int:
         return min(self.cost_ms, key=lambda s: abs(s - rows))
 
     def draft_length(self, bucket: str, available: int, extra_cost_ms: float = 0.0) -> int:
@@ -134,7 +149,7 @@ class Controller:
 
     def observe_cost(self, rows: int, ms: float) -> None:
         """Fold a measured verify time into the global and the per-size scale."""
-        ratio = ms / _interpolate(self.cost_ms, rows)
+        ratio = ms / self._tabled(rows)
         self._global_scale = 0.9 * self._global_scale + 0.1 * ratio
         size = self._nearest(rows)
         self._scale[size] = 0.7 * self._scale.get(size, self._global_scale) + 0.3 * ratio
