@@ -321,6 +321,7 @@ class Decoder:
                 draft.tokens = draft.tokens[:k]
                 return draft
             self.controller.declined(draft.bucket)
+            drafter.declined(draft)
         return None
 
     def _draft_token_ms(self, drafter: Drafter) -> float:

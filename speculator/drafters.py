@@ -50,6 +50,10 @@ class Drafter(Protocol):
         place of the first rejected one (None if none was rejected)."""
         ...
 
+    def declined(self, draft: Draft) -> None:
+        """The draft was not worth verifying: the next token is decoded plainly."""
+        ...
+
 
 class PromptLookupDrafter:
     """Continue the longest suffix of the history found in the grounding corpus.
@@ -161,6 +165,19 @@ class PromptLookupDrafter:
             # No n-gram matches (e.g. a renamed identifier): keep walking the source.
             return self._draft_from(self.expected, k, "lookup:0")
         return None
+
+    def declined(self, draft: Draft) -> None:
+        """Follow the source from where the declined draft would have gone.
+
+        Plain tokens that match it then build the run that makes a later draft
+        "aligned", the one bucket whose drafts pay where a verify row costs
+        nearly a full step (one thread on a busy machine: docs/benchmarks.md).
+        Without this, a drafter whose first drafts were all declined never had
+        a place in the source to follow, and its drafts stayed declined."""
+        if self._last_start != self.expected:
+            self.run = 0
+        self.expected = self._last_start
+        self._next_len = self._proposed_at
 
     def _follow_plain_tokens(self, history: Sequence[int]) -> None:
         """Move `expected` over tokens decoded without a draft since the last
@@ -452,6 +469,9 @@ class DraftModelDrafter:
         return Draft(tokens, self.name, "draft") if tokens else None
 
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
+        pass
+
+    def declined(self, draft: Draft) -> None:
         pass
 
 

@@ -88,6 +88,9 @@ class WrongDrafter:
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
         pass
 
+    def declined(self, draft: Draft) -> None:
+        pass
+
 
 def _decode(
     truth: list[int], drafters: list, load: float = 1.0, controller: Controller | None = None
@@ -157,6 +160,9 @@ class SlowDrafter:
         return Draft(self.truth[done : done + 1] + [63] * (k - 1), self.name, "lookup:aligned")
 
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
+        pass
+
+    def declined(self, draft: Draft) -> None:
         pass
 
 

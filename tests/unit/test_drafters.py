@@ -171,3 +171,30 @@ def test_a_rename_is_learned_as_a_word_and_applied_to_merged_tokens() -> None:
     third = drafter.propose(history, k=4)
     assert drafter.renames == {"r": "red"}
     assert third is not None and third.tokens == _tokenize(" return f(red,")
+
+
+def _buckets_over_plain_tokens(tell_declines: bool) -> list[str]:
+    """Propose each round, never verify (every draft declined), and decode the
+    source's own tokens plainly: the buckets the drafter offers along the way."""
+    source = list(range(100, 200))
+    drafter = PromptLookupDrafter([source])
+    history = [5, 100]
+    buckets = []
+    for next_token in range(101, 113):
+        draft = drafter.propose(history, k=15)
+        assert draft is not None and draft.tokens[0] == next_token
+        buckets.append(draft.bucket)
+        if tell_declines:
+            drafter.declined(draft)
+        history.append(next_token)  # the plain round decodes what the source said
+    return buckets
+
+
+def test_plain_tokens_that_follow_a_declined_draft_make_it_aligned() -> None:
+    # Where a verify row costs nearly a step (one thread on a busy machine) only
+    # aligned drafts pay; a drafter that never got one verified must still get there.
+    buckets = _buckets_over_plain_tokens(tell_declines=True)
+    assert buckets[0] == "lookup:1"
+    assert "lookup:aligned" not in buckets[:8]
+    assert buckets[9:] == ["lookup:aligned"] * 3
+    assert "lookup:aligned" not in _buckets_over_plain_tokens(tell_declines=False)
