@@ -14,12 +14,14 @@ slow completion can time out (the request is then cancelled on the server).
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 import logging
 import os
 import socket
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -115,6 +117,19 @@ def apply_edit(text: str, range_: dict[str, Any], new_text: str) -> str:
     start = offset(text, range_["start"]["line"], range_["start"]["character"])
     end = offset(text, range_["end"]["line"], range_["end"]["character"])
     return text[:start] + new_text + text[end:]
+
+
+def write_or_show_diff(path: str | os.PathLike[str], old: str, new: str, write: bool) -> None:
+    """Write the rewritten text to `path`, or print a unified diff of the change
+    to stdout (for scripts whose default is to show what they would change)."""
+    if write:
+        Path(path).write_text(new, encoding="utf-8")
+        return
+    name = str(path)
+    diff = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), name, name
+    )
+    sys.stdout.writelines(diff)
 
 
 def language_id(path: str | os.PathLike[str]) -> str:

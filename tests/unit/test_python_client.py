@@ -23,6 +23,7 @@ from groundspec_client import (  # noqa: E402
     offset,
     read_message,
     utf16_len,
+    write_or_show_diff,
 )
 
 Handler = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], None]
@@ -78,6 +79,18 @@ def test_apply_edit_replaces_the_range() -> None:
     assert apply_edit(text, whole_function, "def g():\n    return 1\n") == (
         "def g():\n    return 1\nx = 1\n"
     )
+
+
+def test_write_or_show_diff(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "a.py"
+    path.write_text("x = 1\ny = 2\n", encoding="utf-8")
+    write_or_show_diff(path, "x = 1\ny = 2\n", "x = 1\ny = 3\n", write=False)
+    shown = capsys.readouterr().out
+    assert "-y = 2\n+y = 3\n" in shown and f"--- {path}" in shown
+    assert path.read_text(encoding="utf-8") == "x = 1\ny = 2\n"  # only shown
+    write_or_show_diff(path, "x = 1\ny = 2\n", "x = 1\ny = 3\n", write=True)
+    assert path.read_text(encoding="utf-8") == "x = 1\ny = 3\n"
+    assert capsys.readouterr().out == ""
 
 
 def test_language_id_from_extension() -> None:

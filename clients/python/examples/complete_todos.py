@@ -9,7 +9,6 @@ The completion for a TODO goes on a new line below it, indented like it.
 from __future__ import annotations
 
 import argparse
-import difflib
 import re
 import shlex
 import sys
@@ -17,7 +16,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from groundspec_client import Client, GroundspecError, language_id, start, utf16_len  # noqa: E402
+from groundspec_client import (
+    Client,
+    GroundspecError,
+    language_id,
+    start,
+    utf16_len,
+    write_or_show_diff,
+)  # noqa: E402
 
 TODO = re.compile(r"^(?P<indent>[ \t]*)(#|//)\s*TODO\b")
 
@@ -68,14 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     except (GroundspecError, OSError) as exc:
         print(f"complete_todos: {exc}", file=sys.stderr)
         return 1
-    if args.write:
-        args.file.write_text(new_text, encoding="utf-8")
-    else:
-        name = str(args.file)
-        diff = difflib.unified_diff(
-            text.splitlines(keepends=True), new_text.splitlines(keepends=True), name, name
-        )
-        sys.stdout.writelines(diff)
+    write_or_show_diff(args.file, text, new_text, args.write)
     return 0
 
 

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import argparse
 import ast
-import difflib
 import shlex
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from groundspec_client import Client, GroundspecError, apply_edit, start, utf16_len  # noqa: E402
+from groundspec_client import (
+    Client,
+    GroundspecError,
+    apply_edit,
+    start,
+    utf16_len,
+    write_or_show_diff,
+)  # noqa: E402
 
 
 def function_spans(source: str) -> list[tuple[str, int, int]]:
@@ -67,14 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     except (GroundspecError, OSError, SyntaxError) as exc:
         print(f"refactor_functions: {exc}", file=sys.stderr)
         return 1
-    if args.write:
-        args.file.write_text(new_text, encoding="utf-8")
-    else:
-        name = str(args.file)
-        diff = difflib.unified_diff(
-            text.splitlines(keepends=True), new_text.splitlines(keepends=True), name, name
-        )
-        sys.stdout.writelines(diff)
+    write_or_show_diff(args.file, text, new_text, args.write)
     return 0
 
 
