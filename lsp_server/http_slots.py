@@ -18,6 +18,8 @@ from collections import OrderedDict
 
 from msgspec import Struct
 
+from speculator.recent import remember
+
 MAX_DOCUMENTS = 16  # remembered documents, all clients together (least recent go)
 SAME_DOCUMENT = 0.5  # share of distinctive lines two windows of one file have in common
 MIN_LINE_CHARS = 8  # shorter lines ("}", "return x") are too common to tell files apart
@@ -59,10 +61,7 @@ class SlotRouter:
         return f"http {client} #{next(self._numbers)}"
 
     def _touch(self, name: str, client: str, lines: frozenset[int]) -> str:
-        self._documents.pop(name, None)
-        self._documents[name] = _Document(client, lines)
-        while len(self._documents) > self.max_documents:
-            self._documents.popitem(last=False)
+        remember(self._documents, name, _Document(client, lines), self.max_documents)
         return name
 
 

@@ -19,6 +19,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from speculator.recent import remember
 from speculator.types import (
     Cancelled,
     CancelToken,
@@ -224,10 +225,7 @@ class CompletionCache:
     def store(self, key: str, prefix: str, suffix: str, text: str) -> None:
         if self.max_entries == 0 or not text:
             return
-        self._entries[key] = _CacheEntry(prefix, suffix, text)
-        self._entries.move_to_end(key)
-        while len(self._entries) > self.max_entries:
-            self._entries.popitem(last=False)
+        remember(self._entries, key, _CacheEntry(prefix, suffix, text), self.max_entries)
 
     def forget(self, key: str) -> None:
         self._entries.pop(key, None)

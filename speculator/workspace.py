@@ -36,6 +36,7 @@ from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from .chunks import Chunk, identifiers, split_lines
+from .recent import remember
 from .types import Snippet
 
 log = logging.getLogger(__name__)
@@ -274,10 +275,7 @@ class WorkspaceIndex:
         best = heapq.nsmallest(limit, scores, key=lambda c: (-scores[c], where(c)))
         # sorted() is stable: survivors by their old place, then new ones by score.
         chosen = sorted(best, key=lambda c: place.get(where(c), len(place)))
-        self._last[own] = [where(c) for c in chosen]
-        self._last.move_to_end(own)
-        if len(self._last) > 64:
-            self._last.popitem(last=False)
+        remember(self._last, own, [where(c) for c in chosen], 64)
         return chosen
 
     def _snippet(self, chunk: Chunk) -> Snippet:

@@ -21,6 +21,7 @@ import msgspec
 from ..grounding import Grounding, similar_siblings
 from ..postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
 from ..prompt import SNIPPET_BUDGET_CHARS, FimPrompt, build_fim, build_refactor, fence_stop
+from ..recent import remember
 from ..totals import Totals
 from ..types import (
     CancelToken,
@@ -118,10 +119,7 @@ class TypingAnchors:
 
     def set(self, key: str, anchor: Anchor) -> None:
         with self._lock:
-            self._anchors[key] = anchor
-            self._anchors.move_to_end(key)
-            while len(self._anchors) > MAX_ANCHORS:
-                self._anchors.popitem(last=False)
+            remember(self._anchors, key, anchor, MAX_ANCHORS)
 
 
 class Generation:
@@ -170,10 +168,7 @@ class SlotPins:
     def learn(self, key: str, slot: int | None) -> None:
         if slot is None or slot < 0:
             return
-        self._slots[key] = slot
-        self._slots.move_to_end(key)
-        while len(self._slots) > MAX_PINS:
-            self._slots.popitem(last=False)
+        remember(self._slots, key, slot, MAX_PINS)
 
 
 class RemoteEngine:
