@@ -49,6 +49,13 @@ function H.wait(cond, timeout_ms, what)
   end
 end
 
+--- The groundspec LSP client, once it has attached (fails after 10 s).
+function H.client()
+  return H.wait(function()
+    return vim.lsp.get_clients({ name = "groundspec" })[1]
+  end, 10000, "the groundspec client")
+end
+
 --- Type keys as a user would, and let Neovim process them.
 function H.input(keys)
   vim.api.nvim_input(keys)

@@ -284,7 +284,7 @@ def test_refactor_selection_with_prompted_instruction(tmp_path: Path) -> None:
         """
 H.setup()
 H.open("calc.py", { "import os", "def add(a, b):", "    return a + b", "x = 1" })
-H.wait(function() return #vim.lsp.get_clients({ name = "groundspec" }) > 0 end, 10000, "client")
+H.client()
 H.record_notes()
 vim.ui.input = function(opts, on_confirm)
   H.out.prompt = opts.prompt
@@ -319,9 +319,9 @@ def test_refactor_charwise_selection_after_an_emoji(tmp_path: Path) -> None:
         """
 H.setup()
 H.open("calc.py", { "x = '🎉' + a + b", "y = 2" })
-H.wait(function() return #vim.lsp.get_clients({ name = "groundspec" }) > 0 end, 10000, "client")
+H.client()
 H.input("gg0fav$h:GroundspecRefactor wrap it<CR>")
-H.out.encoding = vim.lsp.get_clients({ name = "groundspec" })[1].offset_encoding
+H.out.encoding = H.client().offset_encoding
 H.out.lines = H.wait(function()
   local lines = H.lines()
   return #lines == 3 and lines
@@ -452,9 +452,7 @@ def test_finished_requests_are_never_cancelled(tmp_path: Path) -> None:
         """
 H.setup()
 H.open("calc.py", { "def add(a, b):", "" })
-local client = H.wait(function()
-  return vim.lsp.get_clients({ name = "groundspec" })[1]
-end, 10000, "client")
+local client = H.client()
 H.out.cancels = {}
 local cancel = client.cancel_request
 client.cancel_request = function(self, id)
@@ -482,9 +480,7 @@ def test_one_request_per_keystroke_and_no_client_debounce(tmp_path: Path) -> Non
         """
 H.setup({ debounce_ms = 40 })
 H.open("calc.py", { "def add(a, b):", "" })
-local client = H.wait(function()
-  return vim.lsp.get_clients({ name = "groundspec" })[1]
-end, 10000, "client")
+local client = H.client()
 H.out.init_options = client.config.init_options
 local sent = {}
 local request = client.request
@@ -519,7 +515,7 @@ def test_refactor_can_be_cancelled_and_says_its_lines(tmp_path: Path) -> None:
 H.record_notes()
 H.setup()
 H.open("calc.py", { "import os", "def add(a, b):", "    return a + b", "x = 1" })
-H.wait(function() return #vim.lsp.get_clients({ name = "groundspec" }) > 0 end, 10000, "client")
+H.client()
 H.input("2GVj:GroundspecRefactor slow down<CR>")
 H.out.hint = H.wait(function()
   local hint = H.status_hint()
@@ -554,9 +550,7 @@ def test_stats_never_block_the_editor(tmp_path: Path) -> None:
         """
 H.setup()
 H.open("calc.py", { "x = 1" })
-local client = H.wait(function()
-  return vim.lsp.get_clients({ name = "groundspec" })[1]
-end, 10000, "client")
+local client = H.client()
 client.request_sync = function() error("request_sync blocks the editor") end
 local printed = {}
 print = function(text) table.insert(printed, text) end
@@ -578,9 +572,7 @@ def test_loading_and_generating_are_shown_at_the_cursor(tmp_path: Path) -> None:
         """
 H.setup()
 H.open("calc.py", { "def add(a, b):", "" })
-local client = H.wait(function()
-  return vim.lsp.get_clients({ name = "groundspec" })[1]
-end, 10000, "client")
+local client = H.client()
 H.input("<Esc>")
 local function progress(value)
   vim.lsp.handlers["$/progress"](nil, { token = "groundspec/load", value = value },
