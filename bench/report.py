@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from speculator.config import EngineConfig
 from speculator.drafters import common_prefix
-from speculator.models import default_gpu_layers
+from speculator.models import ALL_LAYERS, gpu_layers
 from speculator.types import Engine, Stats
 
 from .tasks import SPLITS, peak_rss_mb
@@ -178,12 +178,12 @@ def config_note(config: EngineConfig) -> str:
     )
 
 
-def gpu_layers(config: EngineConfig) -> str:
+def gpu_layers_note(config: EngineConfig) -> str:
     """The offload the run had: the default is all layers when the build can offload."""
     if config.backend != "local":
         return "the server's"
-    layers = default_gpu_layers() if config.n_gpu_layers is None else config.n_gpu_layers
-    return "all" if layers >= 999 else str(layers)
+    layers = gpu_layers(config.n_gpu_layers)
+    return "all" if layers >= ALL_LAYERS else str(layers)
 
 
 def markdown(report: Report, summary: Summary, config: EngineConfig) -> str:
@@ -197,7 +197,7 @@ def markdown(report: Report, summary: Summary, config: EngineConfig) -> str:
         "# Benchmarks",
         "",
         f"Machine: {platform.machine()}, {threads_used(config)}, "
-        f"{platform.system()} {platform.release()}; GPU layers: {gpu_layers(config)}. "
+        f"{platform.system()} {platform.release()}; GPU layers: {gpu_layers_note(config)}. "
         f"Run at {time.strftime('%Y-%m-%d %H:%M')}, `groundspec bench`. {load}",
         "",
         *([config_note(config), ""] if config.backend != "local" else []),

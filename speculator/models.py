@@ -67,7 +67,7 @@ class Model:
     def __init__(self, path: Path, n_gpu_layers: int | None):
         check_gguf_file(path)
         params = llama_cpp.llama_model_default_params()
-        params.n_gpu_layers = default_gpu_layers() if n_gpu_layers is None else n_gpu_layers
+        params.n_gpu_layers = gpu_layers(n_gpu_layers)
         model = llama_cpp.llama_model_load_from_file(str(path).encode(), params)
         if model is None:
             raise EngineError(
@@ -115,9 +115,15 @@ class Model:
         return self.n_vocab, tuple(self.token_bytes(t) for t in range(0, self.n_vocab, step))
 
 
-def default_gpu_layers() -> int:
-    """All layers on the GPU when this llama.cpp build can offload, else none."""
-    return 999 if llama_cpp.llama_supports_gpu_offload() else 0
+ALL_LAYERS = 999  # llama.cpp clamps n_gpu_layers to the model's layer count
+
+
+def gpu_layers(requested: int | None) -> int:
+    """The layers to offload: as requested, or (None) all of them when this
+    llama.cpp build can offload, else none."""
+    if requested is not None:
+        return requested
+    return ALL_LAYERS if llama_cpp.llama_supports_gpu_offload() else 0
 
 
 def check_gguf_file(path: Path) -> None:

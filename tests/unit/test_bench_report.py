@@ -1,9 +1,19 @@
 """The benchmark's report logic, on hand-made runs (no model)."""
 
+import llama_cpp
 import numpy as np
 
-from bench.report import PeerRow, Report, Run, explain_divergences, markdown, summarize
+from bench.report import (
+    PeerRow,
+    Report,
+    Run,
+    explain_divergences,
+    gpu_layers_note,
+    markdown,
+    summarize,
+)
 from speculator.config import EngineConfig
+from speculator.models import ALL_LAYERS
 from speculator.types import Stats
 
 
@@ -89,3 +99,13 @@ def test_the_peer_row_sits_beside_off_and_a_missing_binary_leaves_a_note() -> No
     assert "Skipped: no llama-server binary" in markdown(
         skipped, summarize(skipped), EngineConfig()
     )
+
+
+def test_the_report_names_the_offload_the_run_had() -> None:
+    assert gpu_layers_note(EngineConfig(n_gpu_layers=0)) == "0"
+    assert gpu_layers_note(EngineConfig(n_gpu_layers=12)) == "12"
+    assert gpu_layers_note(EngineConfig(n_gpu_layers=ALL_LAYERS)) == "all"
+    assert gpu_layers_note(EngineConfig(backend="llama-server")) == "the server's"
+    # The default is every layer where this build can offload, none where it cannot.
+    default = "all" if llama_cpp.llama_supports_gpu_offload() else "0"
+    assert gpu_layers_note(EngineConfig()) == default
