@@ -23,7 +23,7 @@ from groundspec_client import (
     start,
     utf16_len,
     write_or_show_diff,
-)  # noqa: E402
+)
 
 TODO = re.compile(r"^(?P<indent>[ \t]*)(#|//)\s*TODO\b")
 

@@ -25,7 +25,7 @@ from groundspec_client import (
     start,
     utf16_len,
     write_or_show_diff,
-)  # noqa: E402
+)
 
 
 def function_spans(source: str) -> list[tuple[str, int, int]]:
