@@ -67,6 +67,19 @@ def traces(*tasks: TaskTrace) -> Traces:
     return Traces(1, "now", False, dict(DEFAULT_COST_MS), list(tasks))
 
 
+def test_a_gpu_like_curve_charges_a_shape_seen_twice_before_as_a_graph_replay() -> None:
+    clock = VirtualClock()
+    cost = CostCurve({1: 4.0, 8: 6.0}, replay_saves_ms=2.0)
+    target = FakeTarget(list(range(1, 20)), 2, vocab=30, end=29, cost=cost, clock=clock)
+    charged = []
+    for batch in ([3], [4], [5], [6, 7], [8]):
+        before = clock.now
+        target.append(batch)
+        charged.append(round((clock.now - before) * 1000, 6))
+    # cold, capture, replay; a 2-row batch breaks the run, so the next step is cold
+    assert charged == pytest.approx([4.0, 4.0, 2.0, cost(2), 4.0])
+
+
 def test_the_fake_target_answers_the_recorded_next_token_and_charges_the_curve() -> None:
     clock = VirtualClock()
     cost = CostCurve({1: 30.0, 16: 200.0})
