@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .controller import DRAFT_TOKEN_RATIO, Controller
+from .controller import DRAFT_TOKEN_RATIO, MAX_VERIFY_ROWS, Controller
 from .drafters import Draft, Drafter
 from .types import Cancelled, CancelToken
 
@@ -341,7 +341,9 @@ class Decoder:
         budget = self.guard.budget_ms()
         unit = self.guard.t1 / self.controller.cost(1)
         best = 0
-        for k in range(1, available + 1):
+        # No draft is longer than a verify batch allows: looking further only
+        # costs time (each cost() past the controller's table is a scan).
+        for k in range(1, min(available, MAX_VERIFY_ROWS - 1) + 1):
             worst = self.controller.cost(k + 1) * unit + extra_ms * k - self.guard.t1
             if worst > budget:
                 break
