@@ -74,6 +74,9 @@ class Controller:
         self._counts: dict[str, list[float]] = {}
         self._global_scale = 1.0  # measured / tabled cost, all batch sizes
         self._scale: dict[int, float] = {}  # the same, per tabled batch size
+        # A plain round in a run of plain rounds over one right after another
+        # batch shape (decode.LossGuard: about 0.5 on a GPU, 1 on a CPU).
+        self.steady_ratio: float | None = None
         # The table's shape and nearest tabled size per row count, worked out once:
         # cost() runs for every draft size in every round, and on a GPU a round
         # is a few ms, so a scan of the table per call shows in the profile.

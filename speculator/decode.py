@@ -125,13 +125,23 @@ class LossGuard:
     """Keeps one request's speculation from costing more than plain decoding.
 
     Both sides are measured in this request, under whatever load the machine
-    has now: t1 is the time of a recent plain (1-row) round, and a drafting
-    round that took `ms` and emitted `n` tokens earned `n * t1 - ms`. The
+    has now: `plain_ms` is what a plain (1-row) round costs, and a drafting
+    round that took `ms` and emitted `n` tokens earned `n * plain_ms - ms`. The
     earnings so far plus a small allowance (a share of the plain time of the
     tokens emitted) are the most the next round may risk, and a round's risk
     is its worst case: every draft rejected, one token for the whole batch.
-    A losing request therefore drafts less and less (down to not at all),
-    and its total loss stays within the allowance.
+    A losing request therefore drafts less and less (down to not at all), and
+    its total loss stays within the allowance.
+
+    On a GPU build a plain round right after a batch of another shape costs
+    about twice what plain rounds cost under `off`: ggml-cuda replays a step
+    as a CUDA graph only from the third call of one shape on (docs/gpu.md).
+    So `t1` is the cost of such a cold round, and `steady_ratio`, learned on
+    the third plain round in a row (here or in an earlier request), is what a
+    steady one costs beside it. A ratio is a property of the build, not of
+    the load, so `plain_ms` = t1 * ratio follows the load as t1 does. The
+    cold rounds after a draft are charged their excess over `plain_ms`. On a
+    CPU the ratio is 1 within noise and the guard is the CPU guard.
     """
 
     # The most a request may lose, as a share of its plain time. Tuned on the dev
@@ -140,42 +150,82 @@ class LossGuard:
     ALLOWANCE = 0.10
     MIN_ALLOWANCE = 1.0  # ... and at least this many plain steps, to try drafting at all
     PROBE_EVERY = 24  # drafting rounds between plain measurements of t1
-
     FIRST_PROBE = 4  # drafting rounds before the first plain measurement, at the latest
+    # ggml-cuda runs the first call of a new shape directly, captures a graph on
+    # the second and replays it from the third.
+    STEADY_AFTER = 3
+    # A steady/cold ratio above this is a CPU's round-to-round noise (one pair of
+    # rounds on a busy 2-core machine: 0.85-1.15); an H100's graph replay gives 0.5.
+    NOISE_RATIO = 0.8
 
-    def __init__(self, t1_estimate_ms: float, expected_tokens: int = 0):
+    def __init__(
+        self, t1_estimate_ms: float, expected_tokens: int = 0, steady_ratio: float | None = None
+    ):
         # The length the caller expects (a refactor: its selection's) sizes the
         # allowance from the start, so the first drafts can be long ones.
         self.expected_tokens = expected_tokens
         self.t1 = t1_estimate_ms  # from earlier requests; replaced by measurements
         self.measured = False
+        self.steady_ratio = steady_ratio  # None: no run of plain rounds seen yet
         self.earned_ms = 0.0
         self.tokens = 0
+        self.plain_streak = 0  # plain rounds in a row, up to now
+        self.drafted = False
         self._since_plain = self.PROBE_EVERY - self.FIRST_PROBE
 
+    @property
+    def replay_ratio(self) -> float:
+        """A steady plain round's cost over a cold one's: 1 where they do not differ."""
+        ratio = self.steady_ratio
+        return 1.0 if ratio is None or ratio > self.NOISE_RATIO else ratio
+
+    @property
+    def plain_ms(self) -> float:
+        """What plain decoding pays per token now."""
+        return self.t1 * self.replay_ratio
+
     def must_probe(self) -> bool:
-        """Measure a plain round now: the estimate of t1 is old or from another request."""
+        """Measure a plain round now: the estimate of t1 is old or from another
+        request; or no steady round was ever seen (a new session's first
+        request: STEADY_AFTER plain rounds, once)."""
+        if self.steady_ratio is None:
+            return True
         return self._since_plain >= self.PROBE_EVERY
 
     def budget_ms(self) -> float:
         """The most the next round may lose against plain decoding."""
         share = self.ALLOWANCE * max(self.tokens, self.expected_tokens)
-        allowance = max(share, self.MIN_ALLOWANCE) * self.t1
+        allowance = max(share, self.MIN_ALLOWANCE) * self.plain_ms
         return self.earned_ms + allowance
 
     def observe_plain(self, ms: float, wasted_ms: float = 0.0) -> None:
-        """A round without a draft took `ms` (what plain decoding pays too), after
-        `wasted_ms` spent looking for a draft that was not taken: that is a loss."""
+        """A round without a draft took `ms`, after `wasted_ms` spent looking
+        for a draft that was not taken: that is a loss."""
+        self.plain_streak += 1
+        cold_ms = ms
+        if self.plain_streak < self.STEADY_AFTER:
+            if self.drafted:  # what the last draft's batch shape still costs
+                self.earned_ms -= ms * (1.0 - self.replay_ratio)
+        else:
+            if self.plain_streak == self.STEADY_AFTER and self.measured:
+                self._learn_ratio(ms / self.t1)
+            cold_ms = ms / self.replay_ratio
         # Half-life of one round: t1 follows the load as it changes.
-        self.t1 = ms if not self.measured else 0.5 * self.t1 + 0.5 * ms
+        self.t1 = cold_ms if not self.measured else 0.5 * self.t1 + 0.5 * cold_ms
         self.measured = True
         self.earned_ms -= wasted_ms
         self.tokens += 1
         self._since_plain = 0
 
+    def _learn_ratio(self, sample: float) -> None:
+        old = self.steady_ratio
+        self.steady_ratio = sample if old is None else 0.5 * old + 0.5 * sample
+
     def observe_draft_round(self, ms: float, emitted: int) -> None:
-        self.earned_ms += emitted * self.t1 - ms
+        self.earned_ms += emitted * self.plain_ms - ms
         self.tokens += emitted
+        self.plain_streak = 0
+        self.drafted = True
         self._since_plain += 1
 
 
@@ -206,7 +256,7 @@ class Decoder:
         self.drafters = list(drafters)
         self.params = params
         self.clock = clock  # seconds; the replay simulator charges modelled costs
-        self.guard = LossGuard(controller.cost(1))
+        self.guard = LossGuard(controller.cost(1), steady_ratio=controller.steady_ratio)
         self._prompt: list[int] = []
 
     def run(
@@ -268,6 +318,7 @@ class Decoder:
             if cut is not None:
                 out.text = out.text[:cut]
         out.decode_ms = (self.clock() - started) * 1000
+        self.controller.steady_ratio = self.guard.steady_ratio
         return out
 
     def _emit(
@@ -344,7 +395,7 @@ class Decoder:
         # No draft is longer than a verify batch allows: looking further only
         # costs time (each cost() past the controller's table is a scan).
         for k in range(1, min(available, MAX_VERIFY_ROWS - 1) + 1):
-            worst = self.controller.cost(k + 1) * unit + extra_ms * k - self.guard.t1
+            worst = self.controller.cost(k + 1) * unit + extra_ms * k - self.guard.plain_ms
             if worst > budget:
                 break
             best = k

@@ -8,7 +8,7 @@ tests are deterministic and need no model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import pytest
@@ -39,8 +39,14 @@ class ModelledTarget:
         clock: Clock,
         load: float = 1.0,
         n_ctx: int = 4096,
+        curve: Callable[[int], float] | None = None,
+        replay_discount: float = 1.0,
     ):
         self.prompt_len = len(prompt)
+        self.curve = curve or _curve
+        # A GPU build replays a batch shaped like the two before it as a CUDA
+        # graph: it costs this share of the curve (1.0: a CPU, no such thing).
+        self.replay_discount = replay_discount
         self.cells = list(prompt)
         self.truth = truth
         self.clock = clock
@@ -61,8 +67,10 @@ class ModelledTarget:
 
     def append(self, tokens: Sequence[int]) -> np.ndarray:
         rows = len(tokens)
+        replayed = self.batches[-2:] == [rows, rows]
         self.batches.append(rows)
-        self.clock.now += _curve(rows) * self.load / 1000
+        discount = self.replay_discount if replayed else 1.0
+        self.clock.now += self.curve(rows) * self.load * discount / 1000
         start = len(self.cells) - self.prompt_len
         self.cells.extend(tokens)
         return np.stack([self._row(start + i + 1) for i in range(rows)])
@@ -93,11 +101,18 @@ class WrongDrafter:
 
 
 def _decode(
-    truth: list[int], drafters: list, load: float = 1.0, controller: Controller | None = None
+    truth: list[int],
+    drafters: list,
+    load: float = 1.0,
+    controller: Controller | None = None,
+    target: ModelledTarget | None = None,
 ) -> tuple[list[int], float, ModelledTarget]:
     clock = Clock()
     prompt = [5, 6, 7, 8]
-    target = ModelledTarget(prompt, truth, clock, load)
+    if target is None:
+        target = ModelledTarget(prompt, truth, clock, load)
+    else:
+        target.clock = clock
     decoder = Decoder(
         target,  # type: ignore[arg-type]
         token_bytes=lambda t: b" t%d" % t,
@@ -138,6 +153,34 @@ def test_always_wrong_drafts_cost_at_most_the_allowance(load: float) -> None:
     spec, spec_ms, _ = _decode(truth, [WrongDrafter()], load=load, controller=trusting)
     assert spec == plain
     assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + 2 * _curve(1) * load
+
+
+# An H100's verify curve (docs/gpu.md): ms by batch rows, measured between
+# batches of other shapes; a 1-row step replayed as a CUDA graph costs half.
+GPU_COST_MS = {1: 3.9, 2: 5.0, 8: 5.2, 16: 6.5, 32: 7.1, 64: 9.2}
+
+
+def _gpu_curve(rows: int) -> float:
+    sizes = sorted(GPU_COST_MS)
+    return float(np.interp(rows, sizes, [GPU_COST_MS[s] for s in sizes]))
+
+
+def test_wrong_drafts_on_a_gpu_lose_at_most_the_allowance_of_graph_replayed_plain() -> None:
+    """Plain decoding on a GPU replays each step as a CUDA graph; a draft breaks
+    the run of same-shaped steps, so the plain rounds after it cost twice as
+    much. The guard must count that, or it measures 'plain' at the cold price
+    and lets drafting lose far more than its allowance."""
+    rng = np.random.default_rng(5)
+    truth = [int(t) for t in rng.integers(1, 60, size=200)] + [END]
+
+    def gpu() -> ModelledTarget:
+        return ModelledTarget([5, 6, 7, 8], truth, Clock(), curve=_gpu_curve, replay_discount=0.5)
+
+    plain, plain_ms, _ = _decode(truth, [], target=gpu())
+    trusting = Controller(cost_ms=GPU_COST_MS, max_draft=64, priors={"lookup:aligned": 0.995})
+    spec, spec_ms, _ = _decode(truth, [WrongDrafter()], controller=trusting, target=gpu())
+    assert spec == plain
+    assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + 3 * _gpu_curve(1)
 
 
 class SlowDrafter:
@@ -199,7 +242,12 @@ def test_guard_budget_follows_what_drafting_earned() -> None:
 
 
 def test_guard_probes_plain_rounds_to_measure_the_load() -> None:
-    guard = LossGuard(t1_estimate_ms=30.0)
+    first = LossGuard(t1_estimate_ms=30.0)  # no steady round seen yet: plain until one
+    for _ in range(LossGuard.STEADY_AFTER):
+        assert first.must_probe()
+        first.observe_plain(30.0)
+    assert not first.must_probe()
+    guard = LossGuard(t1_estimate_ms=30.0, steady_ratio=1.0)
     rounds = 0
     while not guard.must_probe():
         guard.observe_draft_round(ms=30.0, emitted=2)
@@ -207,6 +255,36 @@ def test_guard_probes_plain_rounds_to_measure_the_load() -> None:
     assert rounds == LossGuard.FIRST_PROBE
     guard.observe_plain(31.0)
     assert not guard.must_probe()
+
+
+def test_guard_learns_steady_plain_rounds_and_charges_the_cold_ones_after_a_draft() -> None:
+    guard = LossGuard(t1_estimate_ms=4.0)
+    for ms in (4.0, 4.0, 2.0, 2.0):  # after the prompt: two cold rounds, then steady
+        guard.observe_plain(ms)
+    assert guard.steady_ratio == 0.5
+    assert guard.plain_ms == 2.0
+    assert guard.earned_ms == 0.0  # the prompt's shape change is plain decoding's too
+    guard.observe_draft_round(ms=5.0, emitted=2)
+    assert guard.earned_ms == pytest.approx(2 * 2.0 - 5.0)
+    guard.observe_plain(4.0)  # the draft broke the run: this round is cold
+    assert guard.earned_ms == pytest.approx(2 * 2.0 - 5.0 - 2.0)
+    assert guard.steady_ratio == 0.5
+
+
+def test_guard_follows_the_load_with_a_learned_ratio_and_ignores_a_cpus_noise() -> None:
+    gpu = LossGuard(t1_estimate_ms=4.0, steady_ratio=0.5)  # learned in an earlier request
+    gpu.observe_plain(8.0)  # a busier machine: the cold round takes twice as long
+    gpu.observe_plain(8.0)
+    assert gpu.plain_ms == 4.0  # not the earlier request's steady 2.0
+    cpu = LossGuard(t1_estimate_ms=30.0)
+    for ms in (30.0, 31.0, 27.0):  # a steady round 10% faster: noise, not graph replay
+        cpu.observe_plain(ms)
+    assert cpu.steady_ratio is not None and cpu.steady_ratio < 1.0
+    assert cpu.plain_ms == cpu.t1
+    cpu.observe_draft_round(ms=60.0, emitted=3)
+    before = cpu.earned_ms
+    cpu.observe_plain(35.0)  # cold after a draft, but a CPU has no cold rounds
+    assert cpu.earned_ms == before
 
 
 def test_a_full_context_keeps_what_was_generated() -> None:
