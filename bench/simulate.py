@@ -34,10 +34,11 @@ from speculator.config import EngineConfig
 from speculator.controller import DEFAULT_COST_MS, MAX_VERIFY_ROWS, REFACTOR_PRIORS, Controller
 from speculator.decode import Decoder, SamplingParams, refactor_budget
 from speculator.drafters import PromptLookupDrafter
+from speculator.instructions import rename_pairs
 from speculator.types import CompletionRequest, Engine
 
 from .report import Report
-from .tasks import SPLITS, Task
+from .tasks import SPLITS, Task, refactor_tasks
 
 log = logging.getLogger(__name__)
 
@@ -351,6 +352,13 @@ def copy_ceiling(trace: TaskTrace, cost: CostCurve, max_rows: int = MAX_VERIFY_R
     return len(tokens) * cost(1) / spent if spent else 1.0
 
 
+def _instruction_renames(task: Task | None) -> dict[str, str]:
+    """The renames engine.refactor reads from this task's instruction."""
+    if task is None:
+        return {}
+    return rename_pairs(task.instruction, task.text[task.start : task.end])
+
+
 def _as_text(tokens: Sequence[int]) -> str:
     return "".join(map(chr, tokens))
 
@@ -368,6 +376,7 @@ def simulate(
     cost = cost or CostCurve(traces.cost_ms or DEFAULT_COST_MS, cost_scale)
     controllers = new_controllers()
     plain_controllers = new_controllers()
+    refactors = {task.name: task for task in refactor_tasks()}
     results = []
     for trace in traces.tasks:
         if split != "all" and trace.split != split:
@@ -375,7 +384,12 @@ def simulate(
         _, plain_ms, _, _ = decode_on_fake(
             trace, plain_controllers[trace.kind], [], token_bytes, cost
         )
-        lookup = PromptLookupDrafter(trace.corpus, token_bytes=token_bytes, tokenize=tokenize)
+        lookup = PromptLookupDrafter(
+            trace.corpus,
+            token_bytes=token_bytes,
+            tokenize=tokenize,
+            renames=_instruction_renames(refactors.get(trace.name)),
+        )
         tokens, spec_ms, drafted, accepted = decode_on_fake(
             trace, controllers[trace.kind], [lookup], token_bytes, cost
         )

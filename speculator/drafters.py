@@ -73,14 +73,17 @@ class PromptLookupDrafter:
         min_ngram: int = 1,
         token_bytes: Callable[[int], bytes] | None = None,
         tokenize: Callable[[str], list[int]] | None = None,
+        renames: dict[str, str] | None = None,
     ):
         # Without token texts, tokens are opaque words (unit tests on int arrays).
         self.token_bytes = token_bytes or (lambda token: b" w%d" % token)
         self.tokenize = tokenize  # None: no renamed copy of the source (see _start_rename)
         # Learned renames: source token -> the token the target wrote instead.
         self.substitutions: dict[int, int] = {}
-        # Learned renames as whole words, for the renamed copy of the source.
-        self.renames: dict[str, str] = {}
+        # Renames as whole words, for the renamed copy of the source: given (a
+        # rename instruction, speculator.instructions) or learned from the target.
+        self.renames: dict[str, str] = dict(renames or {})
+        self._rename_edits = 0  # renames learned or corrected: each rebuilds the copy
         # (text before the renamed piece, old word, history index of the new word)
         self._pending_rename: tuple[str, str, int] | None = None
         self._sources = [list(source) for source in sources]
@@ -138,6 +141,8 @@ class PromptLookupDrafter:
             return None
         if self._prompt_len is None:
             self._prompt_len = len(history) - 1  # the last token was just decoded
+            if self.renames and self.tokenize is not None:
+                self._rebuild_renamed(history)  # the given renames, from the first draft
         self._sync_history(history)
         self._follow_plain_tokens(history)
         self._finish_rename(history)
@@ -205,7 +210,10 @@ class PromptLookupDrafter:
     def _pick(self, ends: list[int]) -> int:
         if self.expected is not None:
             return min(ends, key=lambda e: (abs(e - self.expected), -e))  # type: ignore[operator]
-        return ends[-1]
+        # Not following anything yet: a renamed copy, where there is one, is
+        # what the target is asked to write.
+        renamed = [e for e in ends if self._source_end < e < self.history_start]
+        return (renamed or ends)[-1]
 
     def _continuation(self, start: int, k: int) -> list[int]:
         out: list[int] = []
@@ -285,14 +293,27 @@ class PromptLookupDrafter:
             return  # the word may go on: wait for the next token
         self._pending_rename = None
         new = prefix + match.group()
-        if (
-            new != old
-            and _WORD.fullmatch(new)
-            and self.renames.get(old) != new
-            and len(self.renames) < MAX_RENAMES
-        ):
-            self.renames[old] = new
+        if new != old and _WORD.fullmatch(new) and self._learn_rename(old, new):
             self._rebuild_renamed(history)
+
+    def _learn_rename(self, old: str, new: str) -> bool:
+        """The target wrote `new` where the corpus has `old`: True if that
+        changed the renames. `old` may be a rename's own new word, read in the
+        renamed copy; then that rename was wrong (the target kept the original
+        word, or chose another) and is corrected."""
+        if self._rename_edits >= 2 * MAX_RENAMES:
+            return False
+        original = next((k for k, v in self.renames.items() if v == old), old)
+        if original == new:
+            del self.renames[original]
+        elif self.renames.get(original) == new or (
+            original not in self.renames and len(self.renames) >= MAX_RENAMES
+        ):
+            return False
+        else:
+            self.renames[original] = new
+        self._rename_edits += 1
+        return True
 
     def _word_at(self, position: int) -> tuple[str, str] | None:
         """(the part before this token, the whole identifier) for the identifier
@@ -330,7 +351,9 @@ class PromptLookupDrafter:
         assert self.tokenize is not None
         prompt = list(history[: self._prompt_len or 0])
         text = "".join(self._text(t) for src in self._sources + [prompt] for t in src)
-        pattern = re.compile(r"\b(" + "|".join(map(re.escape, self.renames)) + r")\b")
+        # No renames left (each one was corrected away): the copy is the original.
+        words = "|".join(map(re.escape, self.renames)) or r"(?!)"
+        pattern = re.compile(r"\b(" + words + r")\b")
         renamed = self.tokenize(pattern.sub(lambda m: self.renames[m.group()], text))
         # Where `expected` points, as a character offset in the renamed text.
         at = self._char_offset(self.expected, prompt)

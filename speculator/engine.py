@@ -20,6 +20,7 @@ from .decode import DecodeOutcome, Decoder, SamplingParams, StopRule, refactor_b
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter, common_prefix
 from .factory import ProgressCallback
 from .grounding import Grounding, similar_siblings
+from .instructions import rename_pairs
 from .models import Model, check_same_vocab, resolve_path
 from .postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
 from .prompt import (
@@ -439,6 +440,7 @@ class SpeculativeEngine:
             cancel,
             max_tokens=refactor_budget(request.max_tokens, selection_tokens),
             expected_tokens=selection_tokens,
+            renames=rename_pairs(request.instruction, selection),
         )
         if outcome.context_full:
             log.warning("refactor stopped: the context (%d tokens) is full", self.session.n_ctx)
@@ -459,11 +461,12 @@ class SpeculativeEngine:
         max_tokens: int | None = None,
         expected_tokens: int = 0,
         max_ms: float = 0.0,
+        renames: dict[str, str] | None = None,
     ) -> DecodeOutcome:
         prompt = list(self.session.cells)
         kind = "refactor" if isinstance(request, RefactorRequest) else "completion"
         controller = self.controllers[kind]
-        drafters = self._drafters(speculation, corpus, prompt, controller)
+        drafters = self._drafters(speculation, corpus, prompt, controller, renames)
         params = SamplingParams(request.temperature, request.top_p, request.top_k, request.seed)
         decoder = Decoder(
             self.session,
@@ -494,10 +497,15 @@ class SpeculativeEngine:
         corpus: list[list[int]],
         prompt: list[int],
         controller: Controller,
+        renames: dict[str, str] | None = None,
     ) -> list[Drafter]:
-        """Cheapest first. `auto` uses the draft model only once it has paid off."""
+        """Cheapest first. `auto` uses the draft model only once it has paid off.
+        `renames`: the renames a refactor's instruction asks for."""
         lookup = PromptLookupDrafter(
-            corpus, token_bytes=self.target.token_bytes, tokenize=self.target.tokenize
+            corpus,
+            token_bytes=self.target.token_bytes,
+            tokenize=self.target.tokenize,
+            renames=renames,
         )
         catch_up = MAX_DRAFT_CATCH_UP if speculation == "auto" else None
         model = (

@@ -198,3 +198,26 @@ def test_plain_tokens_that_follow_a_declined_draft_make_it_aligned() -> None:
     assert "lookup:aligned" not in buckets[:8]
     assert buckets[9:] == ["lookup:aligned"] * 3
     assert "lookup:aligned" not in _buckets_over_plain_tokens(tell_declines=False)
+
+
+def test_renames_from_the_instruction_are_drafted_from_the_first_token() -> None:
+    prompt = _tokenize("def f(r, g):\n return f(r, g)")
+    drafter = PromptLookupDrafter([], token_bytes=_piece, tokenize=_tokenize, renames={"r": "red"})
+    draft = drafter.propose(prompt + _tokenize("def"), k=10)
+    assert draft is not None
+    assert draft.tokens == _tokenize(" f(red, g):\n return f(red,")
+
+
+def test_a_given_rename_the_target_does_not_make_is_dropped() -> None:
+    prompt = _tokenize("def f(r, g):\n return f(r, g)")
+    output = _tokenize("def f(r, g):\n return f(r, g)")  # the target kept `r`
+    drafter = PromptLookupDrafter([], token_bytes=_piece, tokenize=_tokenize, renames={"r": "red"})
+    first = drafter.propose(prompt + output[:1], k=8)
+    assert first is not None and first.tokens[1] == VOCAB.index("(red")
+    drafter.feedback(first, accepted=1, correction=VOCAB.index("(r"))
+    second = drafter.propose(prompt + output[:3], k=3)  # 'def f(r'
+    assert second is not None
+    drafter.feedback(second, accepted=3, correction=None)
+    third = drafter.propose(prompt + output[:7], k=4)
+    assert drafter.renames == {}
+    assert third is not None and third.tokens == _tokenize(" return f(r,")
