@@ -80,6 +80,7 @@ class PromptLookupDrafter:
         self.tokenize = tokenize  # None: no renamed copy of the source (see _start_rename)
         # Learned renames: source token -> the token the target wrote instead.
         self.substitutions: dict[int, int] = {}
+        self._control: dict[int, bool] = {}  # token -> is a control token (cache)
         # Renames as whole words, for the renamed copy of the source: given (a
         # rename instruction, speculator.instructions) or learned from the target.
         self.renames: dict[str, str] = dict(renames or {})
@@ -218,10 +219,20 @@ class PromptLookupDrafter:
     def _continuation(self, start: int, k: int) -> list[int]:
         out: list[int] = []
         for tok in self.corpus[start : start + k]:
-            if tok == SEPARATOR:
+            if tok == SEPARATOR or self._is_control(tok):
                 break
             out.append(self.substitutions.get(tok, tok))
         return out
+
+    def _is_control(self, token: int) -> bool:
+        """A chat-template or FIM marker (no text of its own). A copy of the
+        prompt stops there: past the selection's end the prompt goes on with
+        the template, which the target does not write, so drafting on would
+        only fill a long verify batch with sure rejections."""
+        known = self._control.get(token)
+        if known is None:
+            known = self._control[token] = self.token_bytes(token) == b""
+        return known
 
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
         rejected_at = self._last_start + accepted
@@ -350,11 +361,12 @@ class PromptLookupDrafter:
         """Replace the renamed copy of the sources and the prompt; keep pointers."""
         assert self.tokenize is not None
         prompt = list(history[: self._prompt_len or 0])
-        text = "".join(self._text(t) for src in self._sources + [prompt] for t in src)
+        joined = [t for src in self._sources + [prompt] for t in src]
+        text = "".join(self._text(t) for t in joined)
         # No renames left (each one was corrected away): the copy is the original.
         words = "|".join(map(re.escape, self.renames)) or r"(?!)"
         pattern = re.compile(r"\b(" + words + r")\b")
-        renamed = self.tokenize(pattern.sub(lambda m: self.renames[m.group()], text))
+        renamed = self._renamed_tokens(joined, pattern)
         # Where `expected` points, as a character offset in the renamed text.
         at = self._char_offset(self.expected, prompt)
         if at is not None:
@@ -373,6 +385,23 @@ class PromptLookupDrafter:
         if at is not None:  # follow the renamed copy from here on
             self.expected = self._source_end + self._token_at(renamed, at)
         self._extend(list(history))
+
+    def _renamed_tokens(self, tokens: list[int], pattern: re.Pattern[str]) -> list[int]:
+        """`tokens` with the renames applied, re-tokenized piece by piece between
+        control tokens, which are kept: they have no text, and a copy that lost
+        them would run on from the selection into the chat template."""
+        assert self.tokenize is not None
+        out: list[int] = []
+        piece: list[str] = []
+        for tok in [*tokens, SEPARATOR]:
+            if tok != SEPARATOR and not self._is_control(tok):
+                piece.append(self._text(tok))
+                continue
+            text = pattern.sub(lambda m: self.renames[m.group()], "".join(piece))
+            out += self.tokenize(text) if text else []
+            out += [tok] if tok != SEPARATOR else []
+            piece = []
+        return out
 
     def _char_offset(self, position: int | None, prompt: list[int]) -> int | None:
         """`position` (in the sources or the prompt) as an offset in their joined text."""

@@ -221,3 +221,24 @@ def test_a_given_rename_the_target_does_not_make_is_dropped() -> None:
     third = drafter.propose(prompt + output[:7], k=4)
     assert drafter.renames == {}
     assert third is not None and third.tokens == _tokenize(" return f(r,")
+
+
+def test_a_draft_stops_at_a_control_token() -> None:
+    # Past the selection a refactor prompt goes on with the chat template's
+    # markers, which have no text: a copy of the prompt ends there.
+    drafter = PromptLookupDrafter([], token_bytes=lambda t: b"" if t == 0 else b" w%d" % t)
+    draft = drafter.propose([1, 2, 3, 0, 4, 5, 1, 2], k=5)
+    assert draft is not None and draft.tokens == [3]
+
+
+def test_the_renamed_copy_keeps_the_markers_that_end_the_selection() -> None:
+    marker = 99  # a control token: no text of its own
+
+    def piece(token: int) -> bytes:
+        return b"" if token == marker else _piece(token)
+
+    prompt = _tokenize("def f(r, g):\n return f(r, g)") + [marker] + _tokenize("\n return")
+    drafter = PromptLookupDrafter([], token_bytes=piece, tokenize=_tokenize, renames={"r": "red"})
+    draft = drafter.propose(prompt + _tokenize("def"), k=15)
+    assert draft is not None
+    assert draft.tokens == _tokenize(" f(red, g):\n return f(red, g)")
