@@ -40,7 +40,7 @@ DRAFT_TOKEN_RATIO = 0.8
 # refactor mostly copies its selection, so lookup drafts start trusted.
 REFACTOR_PRIORS = {"lookup:0": 0.4, "lookup:1": 0.5, "lookup:2": 0.7, "lookup:3": 0.8,
                    "lookup:4": 0.85, "lookup:resync": 0.8, "lookup:rename": 0.9,
-                   "lookup:aligned": 0.95,
+                   "lookup:aligned": 0.95, "lookup:punctuation": 0.8,
                    "draft": 0.6}  # fmt: skip
 PRIOR_ACCEPTANCE = {
     "lookup:0": 0.2,
@@ -51,6 +51,7 @@ PRIOR_ACCEPTANCE = {
     "lookup:resync": 0.6,
     "lookup:rename": 0.7,
     "lookup:aligned": 0.85,
+    "lookup:punctuation": 0.6,
     "draft": 0.5,
 }
 PRIOR_WEIGHT = 4.0  # the first-token prior counts as this many observed drafts

@@ -26,6 +26,7 @@ MIN_CAP = 15  # the longest lookup draft before any has been accepted (16 rows)
 # otherwise "learn" a rename at nearly every rejection.
 MAX_RENAMES = 8
 ALIGNED_RUN = 8  # accepted tokens in a row before a match counts as "aligned"
+MAX_JOINED = 3  # source tokens one written token may stand for (punctuation_edit)
 
 
 class Draft:
@@ -268,7 +269,28 @@ class PromptLookupDrafter:
             # A renamed word (or its last piece): the source goes on in step after it.
             self.substitutions[source] = correction
             self.resync, self._resync_bucket = True, "lookup:rename"
+        elif (covered := self._punctuation_edit(rejected_at, correction)) is not None:
+            # ';' added at a line's end, a quote changed: the source goes on after it.
+            self.expected, self.resync = rejected_at + covered, True
+            self._resync_bucket = "lookup:punctuation"
         self._start_rename(rejected_at, correction, next_len - 1)
+
+    def _punctuation_edit(self, position: int, correction: int) -> int | None:
+        """How many source tokens from `position` the target's token stands for,
+        if it writes their text with a small punctuation edit or only joins them."""
+        written = self.token_bytes(correction)
+        pieces: list[bytes] = []
+        for tok in self.corpus[position : position + MAX_JOINED + 1]:
+            if tok == SEPARATOR or self._is_control(tok):
+                break
+            pieces.append(self.token_bytes(tok))
+        text = b"".join(pieces)
+        if text.startswith(written) and len(text) > len(written):
+            return None  # the same text cut into other tokens: no edit to step over
+        for covered in range(1, min(len(pieces), MAX_JOINED) + 1):
+            if punctuation_edit(b"".join(pieces[:covered]), written):
+                return covered
+        return None
 
     # -- whole-word renames ----------------------------------------------------
     #
@@ -452,6 +474,31 @@ def whitespace_edit(source: bytes, written: bytes) -> str | None:
     if source.strip() == written.strip() and source != written:
         return "respace"
     return None
+
+
+def punctuation_edit(source: bytes, written: bytes) -> bool:
+    """True if `written` is `source` with at most two punctuation characters
+    added or dropped in one place ('`\n' -> '`;\n'), or the very same text
+    (the target joined source tokens into one)."""
+    start = 0
+    while start < min(len(source), len(written)) and source[start] == written[start]:
+        start += 1
+    end = 0
+    while (
+        end < min(len(source), len(written)) - start
+        and source[len(source) - 1 - end] == written[len(written) - 1 - end]
+    ):
+        end += 1
+    dropped, added = source[start : len(source) - end], written[start : len(written) - end]
+    # Only added or only dropped: a changed ',' -> ':' starts a type hint,
+    # new text that the source cannot draft.
+    if dropped and added:
+        return False
+    return len(dropped + added) <= 2 and all(_is_punctuation(c) for c in dropped + added)
+
+
+def _is_punctuation(char: int) -> bool:
+    return 33 <= char < 127 and not chr(char).isalnum() and char != ord("_")
 
 
 def _is_word(piece: bytes) -> bool:

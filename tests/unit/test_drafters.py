@@ -1,6 +1,6 @@
 """PromptLookupDrafter on plain token arrays."""
 
-from speculator.drafters import Draft, PromptLookupDrafter, whitespace_edit
+from speculator.drafters import Draft, PromptLookupDrafter, punctuation_edit, whitespace_edit
 
 
 def test_longest_match_continues_the_source() -> None:
@@ -242,3 +242,48 @@ def test_the_renamed_copy_keeps_the_markers_that_end_the_selection() -> None:
     draft = drafter.propose(prompt + _tokenize("def"), k=15)
     assert draft is not None
     assert draft.tokens == _tokenize(" f(red, g):\n return f(red, g)")
+
+
+# JavaScript: "  f(`x`)\n  return y\n" where the target adds semicolons.
+JS = {
+    1: b"  f",
+    2: b"(`",
+    3: b"x",
+    4: b"`)\n",
+    5: b"  return",
+    6: b" y",
+    7: b"\n",
+    8: b"`);\n",
+    9: b"`",
+    10: b")\n",
+}
+
+
+def test_an_added_semicolon_keeps_the_pointer_on_the_source() -> None:
+    drafter = PromptLookupDrafter([[1, 2, 3, 4, 5, 6, 7]], token_bytes=JS.__getitem__)
+    draft = drafter.propose([1, 2], k=5)
+    assert draft is not None and draft.tokens == [3, 4, 5, 6, 7]
+    drafter.feedback(draft, accepted=1, correction=8)  # '`);\n' where the source has '`)\n'
+    draft = drafter.propose([1, 2, 3, 8], k=5)
+    assert draft is not None and draft.tokens == [5, 6, 7]
+    assert draft.bucket == "lookup:punctuation"
+
+
+def test_the_same_text_cut_into_other_tokens_is_no_edit() -> None:
+    # '}"' where the source has '}' then '"`\n': the target only cut the text
+    # elsewhere (its next token is '`;\n'), so '"' is no added character.
+    pieces = {1: b"  f", 2: b"(`", 11: b"}", 12: b'"`\n', 13: b'}"'}
+    drafter = PromptLookupDrafter([[1, 2, 11, 12]], token_bytes=pieces.__getitem__)
+    draft = drafter.propose([1], k=3)
+    assert draft is not None and draft.tokens == [2, 11, 12]
+    drafter.feedback(draft, accepted=1, correction=13)
+    assert not drafter.resync
+
+
+def test_punctuation_edit_classification() -> None:
+    assert punctuation_edit(b"`)\n", b"`);\n")  # added
+    assert punctuation_edit(b"x,\n", b"x\n")  # dropped
+    assert punctuation_edit(b"}`\n\n", b"}`\n\n")  # the same text, joined
+    assert not punctuation_edit(b",", b":")  # changed: a type hint starts here
+    assert not punctuation_edit(b")", b": int)")  # new words
+    assert not punctuation_edit(b"`)\n", b"`)));\n")  # more than two characters
