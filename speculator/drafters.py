@@ -6,6 +6,7 @@ DraftModelDrafter wraps a small model with its own KV-cached session.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import time
@@ -220,10 +221,14 @@ class PromptLookupDrafter:
     def _continuation(self, start: int, k: int) -> list[int]:
         out: list[int] = []
         for tok in self.corpus[start : start + k]:
-            if tok == SEPARATOR or self._is_control(tok):
+            if self._ends_copy(tok):
                 break
             out.append(self.substitutions.get(tok, tok))
         return out
+
+    def _ends_copy(self, token: int) -> bool:
+        """A copy from the corpus never runs past a source boundary or a marker."""
+        return token == SEPARATOR or self._is_control(token)
 
     def _is_control(self, token: int) -> bool:
         """A chat-template or FIM marker (no text of its own). A copy of the
@@ -270,7 +275,7 @@ class PromptLookupDrafter:
             self.substitutions[source] = correction
             self.resync, self._resync_bucket = True, "lookup:rename"
         elif (covered := self._punctuation_edit(rejected_at, correction)) is not None:
-            # ';' added at a line's end, a quote changed: the source goes on after it.
+            # ';' added at a line's end, or dropped: the source goes on after it.
             self.expected, self.resync = rejected_at + covered, True
             self._resync_bucket = "lookup:punctuation"
         self._start_rename(rejected_at, correction, next_len - 1)
@@ -281,7 +286,7 @@ class PromptLookupDrafter:
         written = self.token_bytes(correction)
         pieces: list[bytes] = []
         for tok in self.corpus[position : position + MAX_JOINED + 1]:
-            if tok == SEPARATOR or self._is_control(tok):
+            if self._ends_copy(tok):
                 break
             pieces.append(self.token_bytes(tok))
         text = b"".join(pieces)
@@ -414,15 +419,12 @@ class PromptLookupDrafter:
         them would run on from the selection into the chat template."""
         assert self.tokenize is not None
         out: list[int] = []
-        piece: list[str] = []
-        for tok in [*tokens, SEPARATOR]:
-            if tok != SEPARATOR and not self._is_control(tok):
-                piece.append(self._text(tok))
-                continue
-            text = pattern.sub(lambda m: self.renames[m.group()], "".join(piece))
-            out += self.tokenize(text) if text else []
-            out += [tok] if tok != SEPARATOR else []
-            piece = []
+        for control, run in itertools.groupby(tokens, self._is_control):
+            if control:
+                out += run
+            else:
+                text = "".join(self._text(tok) for tok in run)
+                out += self.tokenize(pattern.sub(lambda m: self.renames[m.group()], text))
         return out
 
     def _char_offset(self, position: int | None, prompt: list[int]) -> int | None:
