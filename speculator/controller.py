@@ -23,10 +23,13 @@ DEFAULT_COST_MS = {1: 33.1, 2: 58.7, 3: 80.1, 4: 99.2, 8: 168.7, 9: 206.6, 16: 2
                    49: 620.8, 56: 705.0, 57: 730.0, 64: 738.2, 65: 736.3}  # fmt: skip
 # (56 and 57 rows: measured later as 21.3x and 21.0x one row, against 21.5x for 64.)
 # Draft lengths tried: k drafts make a batch of k + 1 rows, a multiple of 8 past 4.
-# At most 56 rows: from 64 query rows on, ggml's CPU flash attention switches to
-# a tiled f32 kernel whose rounding differs most from the 1-row path
-# (docs/exactness.md), and 56 rows cost about the same per token.
-DRAFT_SIZES = (1, 2, 3, 7, 15, 23, 31, 47, 55)
+# At most 64 rows: from 64 query rows on, ggml's CPU flash attention switches to a
+# tiled kernel that makes a 64-row batch cost less than a 56-row one (29x one row
+# against 31x at a 1,000-token context; on one thread under load 31x against 36x).
+# Its rounding differs from the 1-row path about as often as the batches just
+# below it do (docs/exactness.md). Longer batches gain little more per row (128
+# rows: 52x) and lose more on a miss (docs/benchmarks.md, "64-row verify batches").
+DRAFT_SIZES = (1, 2, 3, 7, 15, 23, 31, 47, 63)
 MAX_VERIFY_ROWS = DRAFT_SIZES[-1] + 1
 # One draft-model token costs about this many target 1-row steps (27 ms against
 # 33 ms on the 2-core machine, DESIGN.md). A ratio, not milliseconds: under load

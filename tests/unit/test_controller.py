@@ -67,10 +67,19 @@ def test_draft_lengths_fill_batches_of_eight_rows() -> None:
     assert (c.draft_length("lookup:aligned", 100) + 1) % 8 == 0
 
 
-def test_verify_batches_stay_below_the_tiled_attention_path() -> None:
-    # Even where a 64-row batch is nearly free, it is never chosen.
-    cheap_long = {1: 33.0, 2: 60.0, 56: 90.0, 64: 91.0, 65: 200.0}
-    c = Controller(cost_ms=cheap_long, max_draft=64)
+def test_verify_batches_stop_at_the_cap_however_cheap_longer_ones_are() -> None:
+    # Even where a 128-row batch is nearly free, no batch exceeds the cap.
+    cheap_long = {1: 33.0, 2: 60.0, 64: 90.0, 65: 91.0, 128: 92.0}
+    c = Controller(cost_ms=cheap_long, max_draft=200)
     for _ in range(30):
-        c.observe_acceptance("lookup:aligned", drafted=55, accepted=55)
-    assert c.draft_length("lookup:aligned", 100) + 1 == MAX_VERIFY_ROWS < 64
+        c.observe_acceptance("lookup:aligned", drafted=63, accepted=63)
+    assert c.draft_length("lookup:aligned", 200) + 1 == MAX_VERIFY_ROWS == 64
+
+
+def test_a_64_row_batch_cheaper_than_56_rows_is_taken() -> None:
+    # The tiled attention kernel makes 64 rows cheaper than 56 on a CPU.
+    tiled = {1: 32.0, 2: 65.0, 48: 842.0, 56: 1013.0, 63: 1144.0, 64: 938.0}
+    c = Controller(cost_ms=tiled, max_draft=64)
+    for _ in range(30):
+        c.observe_acceptance("lookup:aligned", drafted=63, accepted=63)
+    assert c.draft_length("lookup:aligned", 100) == 63
