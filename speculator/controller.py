@@ -28,7 +28,7 @@ DEFAULT_COST_MS = {1: 33.1, 2: 58.7, 3: 80.1, 4: 99.2, 8: 168.7, 9: 206.6, 16: 2
 # against 31x at a 1,000-token context; on one thread under load 31x against 36x).
 # Its rounding differs from the 1-row path about as often as the batches just
 # below it do (docs/exactness.md). Longer batches gain little more per row (128
-# rows: 52x) and lose more on a miss (docs/benchmarks.md, "64-row verify batches").
+# rows: 53x) and lose more on a miss (docs/benchmarks.md, "64-row verify batches").
 DRAFT_SIZES = (1, 2, 3, 7, 15, 23, 31, 47, 63)
 MAX_VERIFY_ROWS = DRAFT_SIZES[-1] + 1
 # One draft-model token costs about this many target 1-row steps (27 ms against
