@@ -162,7 +162,8 @@ class LossGuard:
         self, t1_estimate_ms: float, expected_tokens: int = 0, steady_ratio: float | None = None
     ):
         # The length the caller expects (a refactor: its selection's) sizes the
-        # allowance from the start, so the first drafts can be long ones.
+        # allowance from the start, so the first drafts can be long ones; the
+        # decoder raises it when text added before a copy makes the output longer.
         self.expected_tokens = expected_tokens
         self.t1 = t1_estimate_ms  # from earlier requests; replaced by measurements
         self.measured = False
@@ -229,6 +230,11 @@ class LossGuard:
         self._since_plain += 1
 
 
+# With no budget left to draft, the lookup drafters still follow the source
+# (Decoder._keep_following) while a look costs at most this share of a step.
+FOLLOW_LOOK_SHARE = 0.05
+
+
 class Decoder:
     """Runs one generation on a synced target session."""
 
@@ -257,6 +263,8 @@ class Decoder:
         self.params = params
         self.clock = clock  # seconds; the replay simulator charges modelled costs
         self.guard = LossGuard(controller.cost(1), steady_ratio=controller.steady_ratio)
+        self._expected_tokens = 0  # the caller's expected length (run())
+        self._follow_when_broke = True  # _keep_following: looks are cheap so far
         self._prompt: list[int] = []
 
     def run(
@@ -268,7 +276,7 @@ class Decoder:
         expected_tokens: int = 0,
     ) -> DecodeOutcome:
         started = self._started = self.clock()
-        self.guard.expected_tokens = expected_tokens
+        self.guard.expected_tokens = self._expected_tokens = expected_tokens
         out = DecodeOutcome()
         prompt = self._prompt = list(self.session.cells)
         prompt_len = len(prompt)
@@ -347,8 +355,10 @@ class Decoder:
         within what this request can afford to lose (LossGuard)."""
         if self.min_draft == 0 and self.guard.must_probe():
             return None  # a plain round, to measure t1 under the current load
+        self._project_length(history)
         if self.min_draft == 0 and self._affordable(1, 0.0) == 0:
-            return None  # lost too much already: not even looking costs nothing
+            self._keep_following(history)
+            return None  # lost too much already: no draft until more is earned
         for drafter in self.drafters:
             extra = self._draft_token_ms(drafter)
             affordable = self._affordable(room - 1, extra)
@@ -374,6 +384,34 @@ class Decoder:
             self.controller.declined(draft.bucket)
             drafter.declined(draft)
         return None
+
+    def _project_length(self, history: list[int]) -> None:
+        """Where the caller gave an expected length (a refactor's selection),
+        raise it to what was written plus what a copy in progress has left:
+        text added before the copy (a docstring) makes the output longer than
+        the selection, and the guard's allowance is a share of the output."""
+        if self._expected_tokens <= 0:
+            return
+        ahead = max((drafter.copy_ahead(history) for drafter in self.drafters), default=0)
+        self.guard.expected_tokens = max(self._expected_tokens, self.guard.tokens + ahead)
+
+    def _keep_following(self, history: list[int]) -> None:
+        """With no budget left, let free (lookup) drafters still find their
+        place in the source, so that a copy that starts now is seen
+        (_project_length) and can earn the budget back. Only where a length
+        was projected at all; elsewhere not looking saves the lookup."""
+        if self._expected_tokens <= 0 or not self._follow_when_broke:
+            return
+        started = self.clock()
+        for drafter in self.drafters:
+            if self._draft_token_ms(drafter) == 0.0:
+                draft = drafter.propose(history, 1)
+                if draft is not None:
+                    drafter.declined(draft)
+        # A look is a loss here (nothing can be drafted): one that costs more
+        # than a small share of a step is not repeated in this request.
+        if (self.clock() - started) * 1000 > FOLLOW_LOOK_SHARE * self.guard.plain_ms:
+            self._follow_when_broke = False
 
     def _draft_token_ms(self, drafter: Drafter) -> float:
         """What producing one draft token costs now (0 for lookup)."""

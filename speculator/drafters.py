@@ -56,6 +56,10 @@ class Drafter(Protocol):
         """The draft was not worth verifying: the next token is decoded plainly."""
         ...
 
+    def copy_ahead(self, history: Sequence[int]) -> int:
+        """Tokens still to come of a source the output is following (0 if none)."""
+        ...
+
 
 class PromptLookupDrafter:
     """Continue the longest suffix of the history found in the grounding corpus.
@@ -174,6 +178,25 @@ class PromptLookupDrafter:
             return self._draft_from(self.expected, k, "lookup:0")
         return None
 
+    def copy_ahead(self, history: Sequence[int]) -> int:
+        """Tokens left to copy of the source the output follows, once aligned.
+
+        A refactor that first writes new text (a docstring, a JSDoc) and then
+        copies its selection ends up longer than the selection: what it has
+        written plus what is left of the copy is the better estimate of its
+        length, and the loss guard sizes its allowance by that length. Only a
+        copy of given text counts (the sources, the prompt), not of the output."""
+        if self._prompt_len is None or self.expected is None:
+            return 0
+        self._sync_history(history)
+        self._follow_plain_tokens(history)
+        if self.run < ALIGNED_RUN or self.expected >= self.history_start + self._prompt_len:
+            return 0
+        end = self.expected
+        while end < len(self.corpus) and not self._ends_copy(self.corpus[end]):
+            end += 1
+        return end - self.expected
+
     def declined(self, draft: Draft) -> None:
         """Follow the source from where the declined draft would have gone.
 
@@ -194,13 +217,15 @@ class PromptLookupDrafter:
         if self._next_len is None or self.expected is None or len(history) <= self._next_len:
             return
         for tok in history[self._next_len :]:
-            if self.expected < len(self.corpus) and self.corpus[self.expected] == tok:
-                self.expected += 1
-                self.run += 1  # the target is following the source: trust it more
-            else:
+            source = self.corpus[self.expected] if self.expected < len(self.corpus) else None
+            if source is None or tok not in (source, self.substitutions.get(source)):
                 self.resync = False
                 self.run = 0
                 break
+            if tok == source:  # a learned rename the target did not make here
+                self.substitutions.pop(source, None)
+            self.expected += 1
+            self.run += 1  # the target is following the source: trust it more
         self._next_len = len(history)
 
     def _draft_from(self, start: int, k: int, bucket: str) -> Draft | None:
@@ -574,6 +599,9 @@ class DraftModelDrafter:
 
     def declined(self, draft: Draft) -> None:
         pass
+
+    def copy_ahead(self, history: Sequence[int]) -> int:
+        return 0  # a model's drafts follow no source
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -99,6 +99,9 @@ class WrongDrafter:
     def declined(self, draft: Draft) -> None:
         pass
 
+    def copy_ahead(self, history: Sequence[int]) -> int:
+        return 0
+
 
 def _decode(
     truth: list[int],
@@ -160,6 +163,43 @@ def test_always_wrong_drafts_cost_at_most_the_allowance(load: float) -> None:
 GPU_COST_MS = {1: 3.9, 2: 5.0, 8: 5.2, 16: 6.5, 32: 7.1, 64: 9.2}
 
 
+def _refactor(truth: list[int], drafters: list, expected_tokens: int) -> tuple[list[int], float]:
+    clock = Clock()
+    target = ModelledTarget([5, 6, 7, 8], truth, clock)
+    decoder = Decoder(
+        target,  # type: ignore[arg-type]
+        token_bytes=lambda t: b" t%d" % t,
+        is_end=lambda t: t == END,
+        controller=Controller(priors=REFACTOR_PRIORS, max_draft=64),
+        drafters=drafters,
+        params=SamplingParams(),
+        clock=clock,
+    )
+    out = decoder.run(target.first_logits(), len(truth) + 8, expected_tokens=expected_tokens)
+    return out.tokens, clock.now * 1000
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_a_copy_after_added_text_is_drafted_though_the_added_text_lost(seed: int) -> None:
+    """A docstring before the copied selection: the lookup drafts on the added
+    text fail (it opens like the source, then goes its own way), and that
+    spends the allowance a selection-sized output gives. The output is longer
+    than the selection, though, and the copy that follows is sure: it must
+    still be drafted."""
+    rng = np.random.default_rng(seed)
+    source = [int(t) for t in rng.integers(1, 40, size=200)]
+    new_text = [int(t) for t in rng.integers(40, 60, size=60)]
+    added: list[int] = []
+    for i in range(5):
+        added += source[6 * i : 6 * i + 6] + new_text[12 * i : 12 * i + 12]
+    truth = added + source + [END]
+    plain, plain_ms = _refactor(truth, [], expected_tokens=len(source))
+    spec, spec_ms = _refactor(truth, [PromptLookupDrafter([source])], len(source))
+    assert spec == plain == truth[:-1]
+    # The copy is 200 of 290 tokens; decoded plainly, the whole stays near 1.0x.
+    assert plain_ms / spec_ms > 1.25
+
+
 def _gpu_curve(rows: int) -> float:
     sizes = sorted(GPU_COST_MS)
     return float(np.interp(rows, sizes, [GPU_COST_MS[s] for s in sizes]))
@@ -207,6 +247,9 @@ class SlowDrafter:
 
     def declined(self, draft: Draft) -> None:
         pass
+
+    def copy_ahead(self, history: Sequence[int]) -> int:
+        return 0
 
 
 def test_the_cost_of_looking_for_drafts_counts_as_a_loss() -> None:

@@ -88,6 +88,39 @@ def test_learned_rename_is_applied_and_dropped_when_wrong() -> None:
     assert 50 not in drafter.substitutions
 
 
+def test_plain_tokens_follow_a_learned_rename_and_drop_one_not_made() -> None:
+    source = [1, 50, 2, 50, 3, 4, 5, 50, 6, 7, 8]
+    drafter = PromptLookupDrafter([source])
+    draft = drafter.propose([1], k=3)
+    assert draft is not None
+    drafter.feedback(draft, accepted=0, correction=60)  # the target renames 50 -> 60
+    # Decoded plainly, without a draft: the renamed word keeps the pointer in step ...
+    drafter.propose([1, 60, 2, 60, 3], k=1)
+    assert drafter.expected == source.index(4) and drafter.run == 3
+    assert drafter.substitutions == {50: 60}
+    # ... and where the target writes the source's own word, the rename is dropped.
+    draft = drafter.propose([1, 60, 2, 60, 3, 4, 5, 50], k=2)
+    assert 50 not in drafter.substitutions
+    assert draft is not None and draft.tokens == [6, 7]
+
+
+def test_copy_ahead_counts_what_is_left_of_an_aligned_copy_of_the_prompt() -> None:
+    selection = list(range(100, 140))
+    prompt = [1, 2, *selection, 3]  # 3: the template's end-of-turn marker
+    drafter = PromptLookupDrafter([], token_bytes=lambda t: b"" if t == 3 else b" w")
+    added = [7, 8, 9]  # text the target adds before it copies the selection
+    history = [*prompt, 4, *added, 100]
+    assert drafter.copy_ahead(history) == 0  # nothing proposed, nothing followed yet
+    draft = drafter.propose(history, k=15)
+    assert draft is not None and draft.tokens[0] == 101
+    drafter.declined(draft)
+    for token in range(101, 110):  # followed plainly: aligned from 8 tokens on
+        history.append(token)
+    assert drafter.copy_ahead(history) == len(selection) - 10  # 110 ... 139
+    history += [140, 141]  # the target leaves the selection: no copy in progress
+    assert drafter.copy_ahead(history) == 0
+
+
 def test_rewritten_history_is_rebuilt() -> None:
     drafter = PromptLookupDrafter([])
     drafter.propose([1, 2, 3, 1], k=1)
