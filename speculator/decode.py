@@ -265,6 +265,7 @@ class Decoder:
         self.guard = LossGuard(controller.cost(1), steady_ratio=controller.steady_ratio)
         self._expected_tokens = 0  # the caller's expected length (run())
         self._follow_when_broke = True  # _keep_following: looks are cheap so far
+        self._followed_copy = False  # _project_length: the output followed a source
         self._prompt: list[int] = []
 
     def run(
@@ -387,13 +388,22 @@ class Decoder:
 
     def _project_length(self, history: list[int]) -> None:
         """Where the caller gave an expected length (a refactor's selection),
-        raise it to what was written plus what a copy in progress has left:
-        text added before the copy (a docstring) makes the output longer than
-        the selection, and the guard's allowance is a share of the output."""
+        follow what the output does with it. The guard's allowance is a share
+        of the expected length, lent before the tokens exist; the loan holds
+        only while the length is known:
+        - copying its source, the output will be what was written plus what is
+          left of the copy (longer than the selection after added text);
+        - once it has left the copy it followed (a rewrite), its length is
+          unknown, and only what was written counts;
+        - before any copy was followed, the selection is the estimate."""
         if self._expected_tokens <= 0:
             return
-        ahead = max((drafter.copy_ahead(history) for drafter in self.drafters), default=0)
-        self.guard.expected_tokens = max(self._expected_tokens, self.guard.tokens + ahead)
+        ahead = [n for d in self.drafters if (n := d.copy_ahead(history)) is not None]
+        if ahead:
+            self._followed_copy = True
+            self.guard.expected_tokens = self.guard.tokens + max(ahead)
+        elif self._followed_copy:
+            self.guard.expected_tokens = self.guard.tokens
 
     def _keep_following(self, history: list[int]) -> None:
         """With no budget left, let free (lookup) drafters still find their

@@ -56,8 +56,8 @@ class Drafter(Protocol):
         """The draft was not worth verifying: the next token is decoded plainly."""
         ...
 
-    def copy_ahead(self, history: Sequence[int]) -> int:
-        """Tokens still to come of a source the output is following (0 if none)."""
+    def copy_ahead(self, history: Sequence[int]) -> int | None:
+        """Tokens still to come of a source the output is following (None if none)."""
         ...
 
 
@@ -178,20 +178,22 @@ class PromptLookupDrafter:
             return self._draft_from(self.expected, k, "lookup:0")
         return None
 
-    def copy_ahead(self, history: Sequence[int]) -> int:
-        """Tokens left to copy of the source the output follows, once aligned.
+    def copy_ahead(self, history: Sequence[int]) -> int | None:
+        """Tokens left to copy of the source the output follows (aligned, or
+        stepping over a known edit), None when it follows none.
 
-        A refactor that first writes new text (a docstring, a JSDoc) and then
-        copies its selection ends up longer than the selection: what it has
-        written plus what is left of the copy is the better estimate of its
-        length, and the loss guard sizes its allowance by that length. Only a
-        copy of given text counts (the sources, the prompt), not of the output."""
+        What a refactor has written plus what is left of the copy is a better
+        estimate of its length than its selection: text added before the copy
+        (a docstring) makes it longer, and the loss guard sizes its allowance
+        by that length. Only a copy of given text counts (the sources, the
+        prompt), not of the output."""
         if self._prompt_len is None or self.expected is None:
-            return 0
+            return None
         self._sync_history(history)
         self._follow_plain_tokens(history)
-        if self.run < ALIGNED_RUN or self.expected >= self.history_start + self._prompt_len:
-            return 0
+        following = self.run >= ALIGNED_RUN or self.resync
+        if not following or self.expected >= self.history_start + self._prompt_len:
+            return None
         end = self.expected
         while end < len(self.corpus) and not self._ends_copy(self.corpus[end]):
             end += 1
@@ -292,8 +294,8 @@ class PromptLookupDrafter:
         elif source in self.substitutions:
             del self.substitutions[source]  # the learned rename was wrong here
         elif (
-            _is_word(self.token_bytes(source))
-            and _is_word(self.token_bytes(correction))
+            _is_name(self.token_bytes(source))
+            and _is_name(self.token_bytes(correction))
             and self._ends_word(rejected_at)
         ):
             # A renamed word (or its last piece): the source goes on in step after it.
@@ -356,7 +358,12 @@ class PromptLookupDrafter:
             return  # the word may go on: wait for the next token
         self._pending_rename = None
         new = prefix + match.group()
-        if new != old and _WORD.fullmatch(new) and self._learn_rename(old, new):
+        if (
+            new != old
+            and _WORD.fullmatch(new)
+            and not KEYWORDS.intersection((old, new))
+            and self._learn_rename(old, new)
+        ):
             self._rebuild_renamed(history)
 
     def _learn_rename(self, old: str, new: str) -> bool:
@@ -480,6 +487,18 @@ class PromptLookupDrafter:
 
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Keywords of the languages groundspec knows (Python, JavaScript/TypeScript, Go,
+# Rust): a rename changes an identifier, so a keyword written where the source
+# has another word is a rewrite (`let` -> `return`), not a rename to follow.
+KEYWORDS = frozenset(
+    """and as assert async await break case catch chan class const continue debugger
+    def default defer del delete do elif else enum except export extends false False
+    fallthrough finally fn for from func function go goto if impl implements import in
+    instanceof interface is lambda let loop map match mod mut new nil None nonlocal not
+    null of or package pass private protected public raise range readonly return select
+    static struct super switch this throw true True try type typeof undefined use var
+    void where while with yield""".split()
+)
 _WORD_PREFIX = re.compile(r"[A-Za-z0-9_]+")
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]+$")
 
@@ -528,10 +547,15 @@ def _is_punctuation(char: int) -> bool:
     return 33 <= char < 127 and not chr(char).isalnum() and char != ord("_")
 
 
-def _is_word(piece: bytes) -> bool:
-    """An identifier-like token (learned renames are limited to these)."""
+def _is_name(piece: bytes) -> bool:
+    """An identifier-like token that is not a keyword (learned renames are
+    limited to these)."""
     piece = piece.strip()
-    return bool(piece) and piece.replace(b"_", b"").isalnum()
+    return (
+        bool(piece)
+        and piece.replace(b"_", b"").isalnum()
+        and piece.decode("utf-8", "replace") not in KEYWORDS
+    )
 
 
 class DraftModelDrafter:
@@ -600,8 +624,8 @@ class DraftModelDrafter:
     def declined(self, draft: Draft) -> None:
         pass
 
-    def copy_ahead(self, history: Sequence[int]) -> int:
-        return 0  # a model's drafts follow no source
+    def copy_ahead(self, history: Sequence[int]) -> int | None:
+        return None  # a model's drafts follow no source
 
 
 def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:

@@ -99,8 +99,8 @@ class WrongDrafter:
     def declined(self, draft: Draft) -> None:
         pass
 
-    def copy_ahead(self, history: Sequence[int]) -> int:
-        return 0
+    def copy_ahead(self, history: Sequence[int]) -> int | None:
+        return None
 
 
 def _decode(
@@ -163,12 +163,18 @@ def test_always_wrong_drafts_cost_at_most_the_allowance(load: float) -> None:
 GPU_COST_MS = {1: 3.9, 2: 5.0, 8: 5.2, 16: 6.5, 32: 7.1, 64: 9.2}
 
 
-def _refactor(truth: list[int], drafters: list, expected_tokens: int) -> tuple[list[int], float]:
+def _refactor(
+    truth: list[int],
+    drafters: list,
+    expected_tokens: int,
+    token_bytes: Callable[[int], bytes] = lambda t: b" t%d" % t,
+    curve: Callable[[int], float] | None = None,
+) -> tuple[list[int], float]:
     clock = Clock()
-    target = ModelledTarget([5, 6, 7, 8], truth, clock)
+    target = ModelledTarget([5, 6, 7, 8], truth, clock, curve=curve)
     decoder = Decoder(
         target,  # type: ignore[arg-type]
-        token_bytes=lambda t: b" t%d" % t,
+        token_bytes=token_bytes,
         is_end=lambda t: t == END,
         controller=Controller(priors=REFACTOR_PRIORS, max_draft=64),
         drafters=drafters,
@@ -198,6 +204,34 @@ def test_a_copy_after_added_text_is_drafted_though_the_added_text_lost(seed: int
     assert spec == plain == truth[:-1]
     # The copy is 200 of 290 tokens; decoded plainly, the whole stays near 1.0x.
     assert plain_ms / spec_ms > 1.25
+
+
+# Tonight's 2-core CPU curve (docs/benchmarks.md): a verify row costs most of a step.
+CPU_CURVE = {1: 32, 2: 66, 4: 115, 8: 249, 16: 331, 24: 502, 32: 587, 48: 842, 64: 946}
+
+
+def _cpu_curve(rows: int) -> float:
+    return float(np.interp(rows, sorted(CPU_CURVE), [CPU_CURVE[k] for k in sorted(CPU_CURVE)]))
+
+
+def test_a_rewrite_that_leaves_its_selection_early_loses_at_most_its_own_allowance() -> None:
+    """The allowance is lent on the selection's length before the tokens exist.
+    A rewrite that copies the start of a 120-token selection and then writes
+    15 tokens of its own (`return` where the source goes on) is 45 tokens
+    long: once it has left the copy, drafting from the source must not spend
+    the loan of the 75 tokens that will never come."""
+    rng = np.random.default_rng(0)
+    source = [int(t) for t in rng.integers(1, 40, size=120)]
+    truth = source[:30] + [40] + [int(t) for t in rng.integers(41, 60, size=14)] + [END]
+
+    def piece(token: int) -> bytes:
+        return b" return" if token == 40 else b"(" if token > 40 else b" w%d" % token
+
+    plain, plain_ms = _refactor(truth, [], len(source), piece, _cpu_curve)
+    lookup = PromptLookupDrafter([source], token_bytes=piece)
+    spec, spec_ms = _refactor(truth, [lookup], len(source), piece, _cpu_curve)
+    assert spec == plain == truth[:-1]
+    assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + _cpu_curve(1)
 
 
 def _gpu_curve(rows: int) -> float:
@@ -248,8 +282,8 @@ class SlowDrafter:
     def declined(self, draft: Draft) -> None:
         pass
 
-    def copy_ahead(self, history: Sequence[int]) -> int:
-        return 0
+    def copy_ahead(self, history: Sequence[int]) -> int | None:
+        return None
 
 
 def test_the_cost_of_looking_for_drafts_counts_as_a_loss() -> None:

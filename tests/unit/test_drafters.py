@@ -110,7 +110,7 @@ def test_copy_ahead_counts_what_is_left_of_an_aligned_copy_of_the_prompt() -> No
     drafter = PromptLookupDrafter([], token_bytes=lambda t: b"" if t == 3 else b" w")
     added = [7, 8, 9]  # text the target adds before it copies the selection
     history = [*prompt, 4, *added, 100]
-    assert drafter.copy_ahead(history) == 0  # nothing proposed, nothing followed yet
+    assert drafter.copy_ahead(history) is None  # nothing proposed, nothing followed yet
     draft = drafter.propose(history, k=15)
     assert draft is not None and draft.tokens[0] == 101
     drafter.declined(draft)
@@ -118,7 +118,23 @@ def test_copy_ahead_counts_what_is_left_of_an_aligned_copy_of_the_prompt() -> No
         history.append(token)
     assert drafter.copy_ahead(history) == len(selection) - 10  # 110 ... 139
     history += [140, 141]  # the target leaves the selection: no copy in progress
-    assert drafter.copy_ahead(history) == 0
+    assert drafter.copy_ahead(history) is None
+
+
+def test_a_keyword_written_for_a_word_is_a_rewrite_not_a_rename() -> None:
+    words = {10: b" let", 11: b" rpt", 12: b" =", 13: b" return", 14: b" str", 15: b" count"}
+    drafter = PromptLookupDrafter([[10, 11, 12, 14]], token_bytes=lambda t: words[t])
+    draft = drafter.propose([15], k=3)  # nothing matches 15: nothing to draft
+    assert draft is None
+    draft = drafter.propose([15, 10], k=2)
+    assert draft is not None and draft.tokens == [11, 12]
+    drafter.feedback(draft, accepted=0, correction=15)  # `count` for `rpt`: a rename
+    assert drafter.substitutions == {11: 15}
+    drafter = PromptLookupDrafter([[15, 10, 11, 12, 14]], token_bytes=lambda t: words[t])
+    draft = drafter.propose([15], k=2)
+    assert draft is not None and draft.tokens == [10, 11]
+    drafter.feedback(draft, accepted=0, correction=13)  # `return` for `let`: a rewrite
+    assert drafter.substitutions == {} and not drafter.resync
 
 
 def test_rewritten_history_is_rebuilt() -> None:
