@@ -128,8 +128,10 @@ class LossGuard:
     has now: `plain_ms` is what a plain (1-row) round costs, and a drafting
     round that took `ms` and emitted `n` tokens earned `n * plain_ms - ms`. The
     earnings so far plus a small allowance (a share of the plain time of the
-    tokens emitted) are the most the next round may risk, and a round's risk
-    is its worst case: every draft rejected, one token for the whole batch.
+    tokens emitted, or of the expected output where the caller knows one:
+    Decoder._project_length) are the most the next round may risk, and a
+    round's risk is its worst case: every draft rejected, one token for the
+    whole batch.
     A losing request therefore drafts less and less (down to not at all), and
     its total loss stays within the allowance.
 
