@@ -165,7 +165,8 @@ class LossGuard:
     ):
         # The length the caller expects (a refactor: its selection's) sizes the
         # allowance from the start, so the first drafts can be long ones; the
-        # decoder raises it when text added before a copy makes the output longer.
+        # decoder keeps it in step with a copy the output follows, and drops it
+        # to what was written once the output leaves that copy (_project_length).
         self.expected_tokens = expected_tokens
         self.t1 = t1_estimate_ms  # from earlier requests; replaced by measurements
         self.measured = False

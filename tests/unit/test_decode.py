@@ -109,7 +109,10 @@ def _decode(
     load: float = 1.0,
     controller: Controller | None = None,
     target: ModelledTarget | None = None,
+    expected_tokens: int | None = None,
+    token_bytes: Callable[[int], bytes] = lambda t: b" t%d" % t,
 ) -> tuple[list[int], float, ModelledTarget]:
+    """Decode `truth`; the caller expects `expected_tokens` (default: all of it)."""
     clock = Clock()
     prompt = [5, 6, 7, 8]
     if target is None:
@@ -118,14 +121,15 @@ def _decode(
         target.clock = clock
     decoder = Decoder(
         target,  # type: ignore[arg-type]
-        token_bytes=lambda t: b" t%d" % t,
+        token_bytes=token_bytes,
         is_end=lambda t: t == END,
         controller=controller or Controller(priors=REFACTOR_PRIORS, max_draft=64),
         drafters=drafters,
         params=SamplingParams(),
         clock=clock,
     )
-    out = decoder.run(target.first_logits(), len(truth) + 8, expected_tokens=len(truth))
+    expected = len(truth) if expected_tokens is None else expected_tokens
+    out = decoder.run(target.first_logits(), len(truth) + 8, expected_tokens=expected)
     return out.tokens, clock.now * 1000, target
 
 
@@ -163,28 +167,6 @@ def test_always_wrong_drafts_cost_at_most_the_allowance(load: float) -> None:
 GPU_COST_MS = {1: 3.9, 2: 5.0, 8: 5.2, 16: 6.5, 32: 7.1, 64: 9.2}
 
 
-def _refactor(
-    truth: list[int],
-    drafters: list,
-    expected_tokens: int,
-    token_bytes: Callable[[int], bytes] = lambda t: b" t%d" % t,
-    curve: Callable[[int], float] | None = None,
-) -> tuple[list[int], float]:
-    clock = Clock()
-    target = ModelledTarget([5, 6, 7, 8], truth, clock, curve=curve)
-    decoder = Decoder(
-        target,  # type: ignore[arg-type]
-        token_bytes=token_bytes,
-        is_end=lambda t: t == END,
-        controller=Controller(priors=REFACTOR_PRIORS, max_draft=64),
-        drafters=drafters,
-        params=SamplingParams(),
-        clock=clock,
-    )
-    out = decoder.run(target.first_logits(), len(truth) + 8, expected_tokens=expected_tokens)
-    return out.tokens, clock.now * 1000
-
-
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_a_copy_after_added_text_is_drafted_though_the_added_text_lost(seed: int) -> None:
     """A docstring before the copied selection: the lookup drafts on the added
@@ -199,19 +181,34 @@ def test_a_copy_after_added_text_is_drafted_though_the_added_text_lost(seed: int
     for i in range(5):
         added += source[6 * i : 6 * i + 6] + new_text[12 * i : 12 * i + 12]
     truth = added + source + [END]
-    plain, plain_ms = _refactor(truth, [], expected_tokens=len(source))
-    spec, spec_ms = _refactor(truth, [PromptLookupDrafter([source])], len(source))
+    plain, plain_ms, _ = _decode(truth, [], expected_tokens=len(source))
+    spec, spec_ms, _ = _decode(truth, [PromptLookupDrafter([source])], expected_tokens=len(source))
     assert spec == plain == truth[:-1]
     # The copy is 200 of 290 tokens; decoded plainly, the whole stays near 1.0x.
     assert plain_ms / spec_ms > 1.25
 
 
 # Tonight's 2-core CPU curve (docs/benchmarks.md): a verify row costs most of a step.
-CPU_CURVE = {1: 32, 2: 66, 4: 115, 8: 249, 16: 331, 24: 502, 32: 587, 48: 842, 64: 946}
+CPU_CURVE: dict[int, float] = {
+    1: 32,
+    2: 66,
+    4: 115,
+    8: 249,
+    16: 331,
+    24: 502,
+    32: 587,
+    48: 842,
+    64: 946,
+}
+
+
+def _interpolated(table: dict[int, float], rows: int) -> float:
+    sizes = sorted(table)
+    return float(np.interp(rows, sizes, [table[s] for s in sizes]))
 
 
 def _cpu_curve(rows: int) -> float:
-    return float(np.interp(rows, sorted(CPU_CURVE), [CPU_CURVE[k] for k in sorted(CPU_CURVE)]))
+    return _interpolated(CPU_CURVE, rows)
 
 
 def test_a_rewrite_that_leaves_its_selection_early_loses_at_most_its_own_allowance() -> None:
@@ -227,16 +224,21 @@ def test_a_rewrite_that_leaves_its_selection_early_loses_at_most_its_own_allowan
     def piece(token: int) -> bytes:
         return b" return" if token == 40 else b"(" if token > 40 else b" w%d" % token
 
-    plain, plain_ms = _refactor(truth, [], len(source), piece, _cpu_curve)
-    lookup = PromptLookupDrafter([source], token_bytes=piece)
-    spec, spec_ms = _refactor(truth, [lookup], len(source), piece, _cpu_curve)
+    def run(drafters: list) -> tuple[list[int], float]:
+        target = ModelledTarget([5, 6, 7, 8], truth, Clock(), curve=_cpu_curve)
+        out, ms, _ = _decode(
+            truth, drafters, target=target, expected_tokens=len(source), token_bytes=piece
+        )
+        return out, ms
+
+    plain, plain_ms = run([])
+    spec, spec_ms = run([PromptLookupDrafter([source], token_bytes=piece)])
     assert spec == plain == truth[:-1]
     assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + _cpu_curve(1)
 
 
 def _gpu_curve(rows: int) -> float:
-    sizes = sorted(GPU_COST_MS)
-    return float(np.interp(rows, sizes, [GPU_COST_MS[s] for s in sizes]))
+    return _interpolated(GPU_COST_MS, rows)
 
 
 def test_wrong_drafts_on_a_gpu_lose_at_most_the_allowance_of_graph_replayed_plain() -> None:
