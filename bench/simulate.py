@@ -387,7 +387,7 @@ def simulate(
         lookup = PromptLookupDrafter(
             trace.corpus,
             token_bytes=token_bytes,
-            tokenize=tokenize,
+            tokenize=tokenize if trace.kind == "refactor" else None,  # as the engine does
             renames=_instruction_renames(refactors.get(trace.name)),
         )
         tokens, spec_ms, drafted, accepted = decode_on_fake(

@@ -466,7 +466,7 @@ class SpeculativeEngine:
         prompt = list(self.session.cells)
         kind = "refactor" if isinstance(request, RefactorRequest) else "completion"
         controller = self.controllers[kind]
-        drafters = self._drafters(speculation, corpus, prompt, controller, renames)
+        drafters = self._drafters(speculation, corpus, prompt, controller, kind, renames)
         params = SamplingParams(request.temperature, request.top_p, request.top_k, request.seed)
         decoder = Decoder(
             self.session,
@@ -497,14 +497,21 @@ class SpeculativeEngine:
         corpus: list[list[int]],
         prompt: list[int],
         controller: Controller,
+        kind: str,
         renames: dict[str, str] | None = None,
     ) -> list[Drafter]:
         """Cheapest first. `auto` uses the draft model only once it has paid off.
-        `renames`: the renames a refactor's instruction asks for."""
+        `renames`: the renames a refactor's instruction asks for.
+
+        Only a refactor learns whole-word renames (the renamed copy): a
+        completion writes new code, where a learned rename rarely pays and its
+        rebuild re-tokenizes the whole prompt, 5-47 ms on the 2-core machine,
+        more than a decode step (docs/benchmarks.md, "Completions learn no
+        renames")."""
         lookup = PromptLookupDrafter(
             corpus,
             token_bytes=self.target.token_bytes,
-            tokenize=self.target.tokenize,
+            tokenize=self.target.tokenize if kind == "refactor" else None,
             renames=renames,
         )
         catch_up = MAX_DRAFT_CATCH_UP if speculation == "auto" else None

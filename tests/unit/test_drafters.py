@@ -1,6 +1,11 @@
 """PromptLookupDrafter on plain token arrays."""
 
+from types import SimpleNamespace
+from typing import cast
+
+from speculator.controller import Controller
 from speculator.drafters import Draft, PromptLookupDrafter, punctuation_edit, whitespace_edit
+from speculator.engine import SpeculativeEngine
 
 
 def test_longest_match_continues_the_source() -> None:
@@ -204,10 +209,11 @@ def _tokenize(text: str) -> list[int]:
     return out
 
 
-def test_a_rename_is_learned_as_a_word_and_applied_to_merged_tokens() -> None:
+def _write_red_for_r(drafter: PromptLookupDrafter) -> Draft | None:
+    """The target renames `r` to `red` where the prompt has `r`; the draft
+    proposed once `red` is a whole word."""
     prompt = _tokenize("def f(r, g):\n return f(r, g)")
     output = _tokenize("def f(red, g):\n return f(red, g)")
-    drafter = PromptLookupDrafter([], token_bytes=_piece, tokenize=_tokenize)
     history = prompt + output[:1]
     first = drafter.propose(history, k=8)
     assert first is not None and first.tokens[:2] == _tokenize(" f(r")
@@ -217,9 +223,28 @@ def test_a_rename_is_learned_as_a_word_and_applied_to_merged_tokens() -> None:
     assert second is not None and second.tokens == _tokenize(", g):")
     drafter.feedback(second, accepted=3, correction=None)
     history = prompt + output[:7]  # the bonus token '\n' too: 'red' is a whole word now
-    third = drafter.propose(history, k=4)
+    return drafter.propose(history, k=4)
+
+
+def test_a_rename_is_learned_as_a_word_and_applied_to_merged_tokens() -> None:
+    drafter = PromptLookupDrafter([], token_bytes=_piece, tokenize=_tokenize)
+    third = _write_red_for_r(drafter)
     assert drafter.renames == {"r": "red"}
     assert third is not None and third.tokens == _tokenize(" return f(red,")
+
+
+def test_only_a_refactor_learns_whole_word_renames() -> None:
+    """A completion's lookup drafter builds no renamed copy (engine._drafters)."""
+    target = SimpleNamespace(token_bytes=_piece, tokenize=_tokenize)
+    engine = cast(SpeculativeEngine, SimpleNamespace(target=target, draft_session=None))
+    learned = {}
+    for kind in ("refactor", "completion"):
+        drafters = SpeculativeEngine._drafters(engine, "lookup", [], [], Controller(), kind)
+        drafter = drafters[0]
+        assert isinstance(drafter, PromptLookupDrafter)
+        _write_red_for_r(drafter)
+        learned[kind] = drafter.renames
+    assert learned == {"refactor": {"r": "red"}, "completion": {}}
 
 
 def _buckets_over_plain_tokens(tell_declines: bool) -> list[str]:
