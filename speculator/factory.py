@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from collections.abc import Callable
 
@@ -42,4 +43,12 @@ def load_engine(
         return load_remote(config, progress)
     from .engine import SpeculativeEngine  # imports llama_cpp: keep it lazy
 
-    return SpeculativeEngine.load(config, progress)
+    engine = SpeculativeEngine.load(config, progress)
+    # Everything alive now (modules, the engine, the host's protocol tables)
+    # lives as long as the process: keep it out of the collector's full scans.
+    # Each request's lookup index allocates enough to trigger one every few
+    # requests, and a scan of this heap paused decoding for 4-12 ms on the
+    # 2-core machine, a few GPU decode steps (docs/benchmarks.md, "Collector
+    # pauses").
+    gc.freeze()
+    return engine
