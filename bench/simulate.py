@@ -32,7 +32,7 @@ import numpy as np
 
 from speculator.config import EngineConfig
 from speculator.controller import DEFAULT_COST_MS, MAX_VERIFY_ROWS, REFACTOR_PRIORS, Controller
-from speculator.decode import Decoder, SamplingParams, refactor_budget
+from speculator.decode import Decoder, SamplingParams, allowance_for, refactor_budget
 from speculator.drafters import PromptLookupDrafter
 from speculator.instructions import rename_pairs
 from speculator.types import CompletionRequest, Engine
@@ -317,6 +317,7 @@ def decode_on_fake(
         drafters,
         SamplingParams(),
         clock=clock.perf_counter,
+        allowance=allowance_for(trace.kind),
     )
     outcome = decoder.run(
         target.next_logits(len(trace.prompt) - 1),

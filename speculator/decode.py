@@ -150,6 +150,12 @@ class LossGuard:
     # split with the replay simulator (bench/simulate.py): 0.05 gave refactors a
     # median of 1.87x, 0.10 gave 2.00x (worst task 0.92x); docs/benchmarks.md.
     ALLOWANCE = 0.10
+    # A completion's share is half that. Its drafts rarely pay on a CPU (37 dev
+    # completions: none drafted on 32 under load, on 34 quiet), while a loss of
+    # the full 10% plus a noisy step reads below the 0.90x bound. Dev, under load:
+    # worst task 0.88x with 0.10, 0.97x with 0.05; medians 1.00x either way, and
+    # quiet 1.005x against 1.003x (docs/benchmarks.md, "Completions lose half as much").
+    COMPLETION_ALLOWANCE = 0.05
     MIN_ALLOWANCE = 1.0  # ... and at least this many plain steps, to try drafting at all
     PROBE_EVERY = 24  # drafting rounds between plain measurements of t1
     FIRST_PROBE = 4  # drafting rounds before the first plain measurement, at the latest
@@ -161,8 +167,13 @@ class LossGuard:
     NOISE_RATIO = 0.8
 
     def __init__(
-        self, t1_estimate_ms: float, expected_tokens: int = 0, steady_ratio: float | None = None
+        self,
+        t1_estimate_ms: float,
+        expected_tokens: int = 0,
+        steady_ratio: float | None = None,
+        allowance: float = ALLOWANCE,
     ):
+        self.allowance = allowance  # the share of plain time this request may lose
         # The length the caller expects (a refactor: its selection's) sizes the
         # allowance from the start, so the first drafts can be long ones; the
         # decoder keeps it in step with a copy the output follows, and drops it
@@ -198,7 +209,7 @@ class LossGuard:
 
     def budget_ms(self) -> float:
         """The most the next round may lose against plain decoding."""
-        share = self.ALLOWANCE * max(self.tokens, self.expected_tokens)
+        share = self.allowance * max(self.tokens, self.expected_tokens)
         allowance = max(share, self.MIN_ALLOWANCE) * self.plain_ms
         return self.earned_ms + allowance
 
@@ -233,6 +244,12 @@ class LossGuard:
         self._since_plain += 1
 
 
+def allowance_for(kind: str) -> float:
+    """The share of its plain time a request of this kind ("completion",
+    "refactor") may lose to drafting."""
+    return LossGuard.COMPLETION_ALLOWANCE if kind == "completion" else LossGuard.ALLOWANCE
+
+
 # With no budget left to draft, the lookup drafters still follow the source
 # (Decoder._keep_following) while a look costs at most this share of a step.
 FOLLOW_LOOK_SHARE = 0.05
@@ -252,6 +269,7 @@ class Decoder:
         min_draft: int = 0,
         clock: Callable[[], float] = time.perf_counter,
         max_ms: float = 0.0,
+        allowance: float = LossGuard.ALLOWANCE,
     ):
         self.min_draft = min_draft  # > 0: the user chose the drafters, always try them
         # > 0: stop at the first new line generated after this long (llama-server's
@@ -265,7 +283,9 @@ class Decoder:
         self.drafters = list(drafters)
         self.params = params
         self.clock = clock  # seconds; the replay simulator charges modelled costs
-        self.guard = LossGuard(controller.cost(1), steady_ratio=controller.steady_ratio)
+        self.guard = LossGuard(
+            controller.cost(1), steady_ratio=controller.steady_ratio, allowance=allowance
+        )
         self._expected_tokens = 0  # the caller's expected length (run())
         self._follow_when_broke = True  # _keep_following: looks are cheap so far
         self._followed_copy = False  # _project_length: the output followed a source

@@ -16,7 +16,14 @@ import numpy as np
 from . import provision
 from .config import EngineConfig
 from .controller import DRAFT_TOKEN_RATIO, REFACTOR_PRIORS, Controller
-from .decode import DecodeOutcome, Decoder, SamplingParams, StopRule, refactor_budget
+from .decode import (
+    DecodeOutcome,
+    Decoder,
+    SamplingParams,
+    StopRule,
+    allowance_for,
+    refactor_budget,
+)
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter, common_prefix
 from .factory import ProgressCallback
 from .grounding import Grounding, similar_siblings
@@ -477,6 +484,7 @@ class SpeculativeEngine:
             params,
             min_draft=0 if speculation == "auto" else 1,
             max_ms=max_ms,
+            allowance=allowance_for(kind),
         )
         try:
             outcome = decoder.run(

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from speculator.controller import DEFAULT_COST_MS, REFACTOR_PRIORS, Controller
-from speculator.decode import Decoder, LossGuard, SamplingParams, repeating_tail
+from speculator.decode import Decoder, LossGuard, SamplingParams, allowance_for, repeating_tail
 from speculator.drafters import Draft, DraftModelDrafter, PromptLookupDrafter
 
 VOCAB = 64
@@ -111,6 +111,7 @@ def _decode(
     target: ModelledTarget | None = None,
     expected_tokens: int | None = None,
     token_bytes: Callable[[int], bytes] = lambda t: b" t%d" % t,
+    allowance: float = LossGuard.ALLOWANCE,
 ) -> tuple[list[int], float, ModelledTarget]:
     """Decode `truth`; the caller expects `expected_tokens` (default: all of it)."""
     clock = Clock()
@@ -127,6 +128,7 @@ def _decode(
         drafters=drafters,
         params=SamplingParams(),
         clock=clock,
+        allowance=allowance,
     )
     expected = len(truth) if expected_tokens is None else expected_tokens
     out = decoder.run(target.first_logits(), len(truth) + 8, expected_tokens=expected)
@@ -160,6 +162,28 @@ def test_always_wrong_drafts_cost_at_most_the_allowance(load: float) -> None:
     spec, spec_ms, _ = _decode(truth, [WrongDrafter()], load=load, controller=trusting)
     assert spec == plain
     assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + 2 * _curve(1) * load
+
+
+@pytest.mark.parametrize("length", [30, 300])
+def test_a_completion_loses_at_most_half_a_refactors_share(length: int) -> None:
+    """Completions rarely gain from drafts on a CPU, so a loss of a refactor's
+    full allowance plus a noisy step would read below the 0.90x bound: on one
+    busy core, always-wrong drafts cost a completion at most its own share."""
+    rng = np.random.default_rng(2)
+    truth = [int(t) for t in rng.integers(1, 60, size=length)] + [END]
+
+    def run(drafters: list, kind: str) -> float:
+        target = ModelledTarget([5, 6, 7, 8], truth, Clock(), load=2.0, curve=_cpu_curve)
+        trusting = Controller(priors={"lookup:aligned": 0.995})
+        allowance = allowance_for(kind)
+        return _decode(truth, drafters, target=target, controller=trusting, expected_tokens=0,
+                       allowance=allowance)[1]  # fmt: skip
+
+    plain_ms = run([], "completion")
+    completion_ms = run([WrongDrafter()], "completion")
+    assert allowance_for("completion") < allowance_for("refactor")
+    assert completion_ms <= plain_ms * (1 + allowance_for("completion")) + 2.0 * _cpu_curve(1)
+    assert completion_ms < run([WrongDrafter()], "refactor")
 
 
 # An H100's verify curve (docs/gpu.md): ms by batch rows, measured between
