@@ -385,11 +385,12 @@ def simulate(
         _, plain_ms, _, _ = decode_on_fake(
             trace, plain_controllers[trace.kind], [], token_bytes, cost
         )
-        lookup = PromptLookupDrafter(
+        lookup = PromptLookupDrafter.for_request(
+            trace.kind,
             trace.corpus,
-            token_bytes=token_bytes,
-            tokenize=tokenize if trace.kind == "refactor" else None,  # as the engine does
-            renames=_instruction_renames(refactors.get(trace.name)),
+            token_bytes,
+            tokenize,
+            _instruction_renames(refactors.get(trace.name)),
         )
         tokens, spec_ms, drafted, accepted = decode_on_fake(
             trace, controllers[trace.kind], [lookup], token_bytes, cost

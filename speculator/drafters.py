@@ -113,6 +113,27 @@ class PromptLookupDrafter:
             self._extend([SEPARATOR])
         self._source_end = self.history_start = len(self.corpus)
 
+    @classmethod
+    def for_request(
+        cls,
+        kind: str,
+        sources: Sequence[Sequence[int]],
+        token_bytes: Callable[[int], bytes],
+        tokenize: Callable[[str], list[int]] | None,
+        renames: dict[str, str] | None = None,
+    ) -> PromptLookupDrafter:
+        """The drafter for a request of this kind ("completion", "refactor").
+
+        Only a refactor learns whole-word renames (the renamed copy): a
+        completion writes new code, where a learned rename rarely pays and its
+        rebuild re-tokenizes the whole prompt, 5-47 ms on the 2-core machine,
+        more than a decode step (docs/benchmarks.md, "Completions learn no
+        renames"). `renames`: the renames a refactor's instruction asks for."""
+        learns = kind == "refactor"
+        return cls(
+            sources, token_bytes=token_bytes, tokenize=tokenize if learns else None, renames=renames
+        )
+
     def _extend(self, tokens: list[int]) -> None:
         for tok in tokens:
             self.corpus.append(tok)

@@ -509,18 +509,9 @@ class SpeculativeEngine:
         renames: dict[str, str] | None = None,
     ) -> list[Drafter]:
         """Cheapest first. `auto` uses the draft model only once it has paid off.
-        `renames`: the renames a refactor's instruction asks for.
-
-        Only a refactor learns whole-word renames (the renamed copy): a
-        completion writes new code, where a learned rename rarely pays and its
-        rebuild re-tokenizes the whole prompt, 5-47 ms on the 2-core machine,
-        more than a decode step (docs/benchmarks.md, "Completions learn no
-        renames")."""
-        lookup = PromptLookupDrafter(
-            corpus,
-            token_bytes=self.target.token_bytes,
-            tokenize=self.target.tokenize if kind == "refactor" else None,
-            renames=renames,
+        `renames`: the renames a refactor's instruction asks for."""
+        lookup = PromptLookupDrafter.for_request(
+            kind, corpus, self.target.token_bytes, self.target.tokenize, renames
         )
         catch_up = MAX_DRAFT_CATCH_UP if speculation == "auto" else None
         model = (

@@ -175,9 +175,15 @@ def test_a_completion_loses_at_most_half_a_refactors_share(length: int) -> None:
     def run(drafters: list, kind: str) -> float:
         target = ModelledTarget([5, 6, 7, 8], truth, Clock(), load=2.0, curve=_cpu_curve)
         trusting = Controller(priors={"lookup:aligned": 0.995})
-        allowance = allowance_for(kind)
-        return _decode(truth, drafters, target=target, controller=trusting, expected_tokens=0,
-                       allowance=allowance)[1]  # fmt: skip
+        _, ms, _ = _decode(
+            truth,
+            drafters,
+            target=target,
+            controller=trusting,
+            expected_tokens=0,
+            allowance=allowance_for(kind),
+        )
+        return ms
 
     plain_ms = run([], "completion")
     completion_ms = run([WrongDrafter()], "completion")

@@ -1,11 +1,6 @@
 """PromptLookupDrafter on plain token arrays."""
 
-from types import SimpleNamespace
-from typing import cast
-
-from speculator.controller import Controller
 from speculator.drafters import Draft, PromptLookupDrafter, punctuation_edit, whitespace_edit
-from speculator.engine import SpeculativeEngine
 
 
 def test_longest_match_continues_the_source() -> None:
@@ -234,14 +229,10 @@ def test_a_rename_is_learned_as_a_word_and_applied_to_merged_tokens() -> None:
 
 
 def test_only_a_refactor_learns_whole_word_renames() -> None:
-    """A completion's lookup drafter builds no renamed copy (engine._drafters)."""
-    target = SimpleNamespace(token_bytes=_piece, tokenize=_tokenize)
-    engine = cast(SpeculativeEngine, SimpleNamespace(target=target, draft_session=None))
+    """A completion's lookup drafter builds no renamed copy."""
     learned = {}
     for kind in ("refactor", "completion"):
-        drafters = SpeculativeEngine._drafters(engine, "lookup", [], [], Controller(), kind)
-        drafter = drafters[0]
-        assert isinstance(drafter, PromptLookupDrafter)
+        drafter = PromptLookupDrafter.for_request(kind, [], _piece, _tokenize)
         _write_red_for_r(drafter)
         learned[kind] = drafter.renames
     assert learned == {"refactor": {"r": "red"}, "completion": {}}
