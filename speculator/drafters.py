@@ -99,7 +99,10 @@ class PromptLookupDrafter:
         self.max_ngram = max_ngram
         self.min_ngram = min_ngram
         self.corpus: list[int] = []
-        self.index: dict[tuple[int, ...], list[int]] = {}  # n-gram -> end positions (exclusive)
+        # The corpus again as an array, for matching: a scan of a few thousand
+        # tokens costs microseconds, where an n-gram index cost 2 us a token to
+        # build, 3-5 ms per request before its first draft (docs/benchmarks.md).
+        self._array = np.empty(4096, dtype=np.int32)
         self.history_start = 0
         self.expected: int | None = None  # where we think the output is in the corpus
         self.run = 0  # drafted tokens accepted in a row since the last rejection
@@ -135,16 +138,14 @@ class PromptLookupDrafter:
         )
 
     def _extend(self, tokens: list[int]) -> None:
-        for tok in tokens:
-            self.corpus.append(tok)
-            end = len(self.corpus)
-            if tok == SEPARATOR:
-                continue
-            for n in range(self.min_ngram, self.max_ngram + 1):
-                gram = tuple(self.corpus[end - n : end])
-                if len(gram) < n or SEPARATOR in gram:
-                    break
-                self.index.setdefault(gram, []).append(end)
+        start = len(self.corpus)
+        self.corpus.extend(tokens)
+        end = len(self.corpus)
+        if end > len(self._array):
+            grown = np.empty(max(end, 2 * len(self._array)), dtype=np.int32)
+            grown[:start] = self._array[:start]
+            self._array = grown
+        self._array[start:end] = tokens
 
     def _sync_history(self, history: Sequence[int]) -> None:
         """Append the part of the history the corpus has not seen yet."""
@@ -156,13 +157,7 @@ class PromptLookupDrafter:
         self._extend(list(history[seen:]))
 
     def _truncate(self, n: int) -> None:
-        for gram, ends in list(self.index.items()):
-            kept = [e for e in ends if e <= n]
-            if kept:
-                self.index[gram] = kept
-            else:
-                del self.index[gram]
-        del self.corpus[n:]
+        del self.corpus[n:]  # the array past it is ignored and overwritten
 
     def propose(self, history: Sequence[int], k: int) -> Draft | None:
         if k <= 0 or not history:
@@ -183,11 +178,10 @@ class PromptLookupDrafter:
             draft = self._draft_from(self.expected, k, bucket)
             if draft is not None:
                 return draft
-        for n in range(min(self.max_ngram, len(history)), self.min_ngram - 1, -1):
-            ends = [e for e in self.index.get(tuple(history[-n:]), ()) if e < end_of_history]
-            if not ends:
-                continue
-            start = self._pick(ends)
+        ends, lengths = self._matches(history, end_of_history)
+        longest = int(lengths.max()) if len(lengths) else 0
+        for n in range(longest, self.min_ngram - 1, -1):
+            start = self._pick(ends[lengths >= n])
             aligned = self.run >= ALIGNED_RUN and start == self.expected
             draft = self._draft_from(
                 start, k, "lookup:aligned" if aligned else f"lookup:{min(n, 4)}"
@@ -258,13 +252,32 @@ class PromptLookupDrafter:
         self._last_start = start
         return Draft(tokens, self.name, bucket)
 
-    def _pick(self, ends: list[int]) -> int:
-        if self.expected is not None:
-            return min(ends, key=lambda e: (abs(e - self.expected), -e))  # type: ignore[operator]
+    def _matches(self, history: Sequence[int], end: int) -> tuple[np.ndarray, np.ndarray]:
+        """Where the history's last token occurs in corpus[:end - 1], as end
+        positions (exclusive, ascending), and how many of the history's last
+        tokens (at most max_ngram) each occurrence matches. The history holds
+        no SEPARATOR, so no match crosses one."""
+        corpus = self._array[: max(end - 1, 0)]
+        ends = np.flatnonzero(corpus == history[-1]) + 1
+        lengths = np.ones(len(ends), dtype=np.int64)
+        matching = np.ones(len(ends), dtype=bool)
+        for back in range(1, min(self.max_ngram, len(history))):
+            at = ends - 1 - back
+            matching &= at >= 0
+            matching[matching] = corpus[at[matching]] == history[-1 - back]
+            if not matching.any():
+                break
+            lengths += matching
+        return ends, lengths
+
+    def _pick(self, ends: np.ndarray) -> int:
+        if self.expected is not None:  # the nearest to it, the later on a tie
+            distance = np.abs(ends - self.expected)
+            return int(ends[distance == distance.min()][-1])
         # Not following anything yet: a renamed copy, where there is one, is
         # what the target is asked to write.
-        renamed = [e for e in ends if self._source_end < e < self.history_start]
-        return (renamed or ends)[-1]
+        renamed = ends[(ends > self._source_end) & (ends < self.history_start)]
+        return int((renamed if len(renamed) else ends)[-1])
 
     def _continuation(self, start: int, k: int) -> list[int]:
         out: list[int] = []

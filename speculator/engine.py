@@ -510,6 +510,8 @@ class SpeculativeEngine:
     ) -> list[Drafter]:
         """Cheapest first. `auto` uses the draft model only once it has paid off.
         `renames`: the renames a refactor's instruction asks for."""
+        if speculation == "off":
+            return []
         lookup = PromptLookupDrafter.for_request(
             kind, corpus, self.target.token_bytes, self.target.tokenize, renames
         )
@@ -519,8 +521,6 @@ class SpeculativeEngine:
             if self.draft_session
             else None
         )
-        if speculation == "off":
-            return []
         if speculation == "lookup" or (speculation == "auto" and not self._draft_pays(controller)):
             return [lookup]
         if speculation == "draft":

@@ -1,6 +1,15 @@
 """PromptLookupDrafter on plain token arrays."""
 
-from speculator.drafters import Draft, PromptLookupDrafter, punctuation_edit, whitespace_edit
+import itertools
+import random
+
+from speculator.drafters import (
+    SEPARATOR,
+    Draft,
+    PromptLookupDrafter,
+    punctuation_edit,
+    whitespace_edit,
+)
 
 
 def test_longest_match_continues_the_source() -> None:
@@ -142,6 +151,39 @@ def test_rewritten_history_is_rebuilt() -> None:
     drafter.propose([1, 2, 3, 1], k=1)
     draft = drafter.propose([7, 8, 7], k=1)  # a new request: the old history is gone
     assert draft is not None and draft.tokens == [8]
+
+
+def _reference_draft(sources: list[list[int]], history: list[int], k: int) -> list[int] | None:
+    """The lookup rule by brute force: the latest occurrence of the longest
+    suffix of the history (at most 6 tokens) whose continuation is not empty."""
+    corpus = [t for source in sources for t in source + [SEPARATOR]] + history
+    for n in range(min(6, len(history)), 0, -1):
+        ends = [e for e in range(n, len(corpus)) if corpus[e - n : e] == history[-n:]]
+        for end in reversed(ends):
+            continuation = list(itertools.takewhile(lambda t: t != SEPARATOR, corpus[end:]))
+            if continuation:
+                return continuation[:k]
+            break  # the latest match of this length ends a source: try a shorter one
+    return None
+
+
+def test_first_drafts_match_a_brute_force_search() -> None:
+    """The array scan finds what a search over every n-gram finds, on small
+    alphabets (many partial matches), across source boundaries."""
+    rng = random.Random(7)
+    for _ in range(300):
+        alphabet = rng.choice([2, 4])
+        sources = [[rng.randrange(alphabet) for _ in range(rng.randrange(20))] for _ in range(3)]
+        history = [rng.randrange(alphabet) for _ in range(rng.randrange(1, 40))]
+        draft = PromptLookupDrafter(sources).propose(history, k=5)
+        expected = _reference_draft(sources, history, 5)
+        assert (draft.tokens if draft else None) == expected, (sources, history)
+
+
+def test_a_corpus_longer_than_its_first_array_is_searched_whole() -> None:
+    source = list(range(10, 5010))  # more tokens than the array first holds
+    draft = PromptLookupDrafter([source]).propose([1, 4998, 4999], k=3)
+    assert draft is not None and draft.tokens == [5000, 5001, 5002]
 
 
 PIECES = {1: b"h", 2: b"*", 3: b"6", 4: b".", 5: b"0", 6: b")", 7: b" *", 8: b" "}
