@@ -667,7 +667,7 @@ class PositionIndex:
     positions (exclusive, ascending); nothing across a SEPARATOR.
 
     Built at once with numpy over the corpus so far (the sources and the
-    prompt: about 0.5 ms for 3,600 tokens, where a dict of every 1- to 6-gram
+    prompt: about 0.6 ms for 3,600 tokens, where a dict of every 1- to 6-gram
     cost 2 us a token, 3-5 ms in a request's first round), then kept up token
     by token as the output grows. Longer matches are found by walking back
     from a pair's occurrences (PromptLookupDrafter._matches)."""

@@ -168,9 +168,9 @@ def _reference_draft(sources: list[list[int]], history: list[int], k: int) -> li
 
 
 def test_first_drafts_match_a_brute_force_search() -> None:
-    """The array scan finds what a search over every n-gram finds, on small
-    alphabets (many partial matches; in long sources, a token more common
-    than COMMON_TOKEN), across source boundaries."""
+    """The position index finds what a search over every n-gram finds, on
+    small alphabets (many partial matches; in long sources, pairs that occur
+    hundreds of times), across source boundaries."""
     rng = random.Random(7)
     for trial in range(300):
         alphabet = rng.choice([2, 4])
@@ -185,8 +185,8 @@ def test_first_drafts_match_a_brute_force_search() -> None:
             assert (draft.tokens if draft else None) == expected, (sources, history[:end])
 
 
-def test_a_corpus_longer_than_its_first_array_is_searched_whole() -> None:
-    source = list(range(10, 5010))  # more tokens than the array first holds
+def test_a_long_corpus_is_searched_whole() -> None:
+    source = list(range(10, 5010))  # the match is at the far end of 5,000 tokens
     draft = PromptLookupDrafter([source]).propose([1, 4998, 4999], k=3)
     assert draft is not None and draft.tokens == [5000, 5001, 5002]
 
