@@ -35,6 +35,7 @@ from speculator.controller import DEFAULT_COST_MS, MAX_VERIFY_ROWS, REFACTOR_PRI
 from speculator.decode import Decoder, SamplingParams, allowance_for, refactor_budget
 from speculator.drafters import PromptLookupDrafter
 from speculator.instructions import rename_pairs
+from speculator.prompt import REFACTOR_FENCE, fence_stop
 from speculator.types import CompletionRequest, Engine
 
 from .report import Report
@@ -322,6 +323,9 @@ def decode_on_fake(
     outcome = decoder.run(
         target.next_logits(len(trace.prompt) - 1),
         trace.max_tokens,
+        # As the engine does: a refactor ends where its code fence closes,
+        # without a step to evaluate the fence.
+        stop=fence_stop(REFACTOR_FENCE) if trace.kind == "refactor" else None,
         expected_tokens=trace.expected_tokens,
     )
     return outcome.tokens, outcome.decode_ms, outcome.drafted, outcome.accepted

@@ -6,6 +6,7 @@ logic sees real text without a model."""
 import random
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -18,13 +19,14 @@ from bench.simulate import (
     VirtualClock,
     copy_ceiling,
     curve_warnings,
+    decode_on_fake,
     load_traces,
     record_traces,
     simulate,
     summarize,
 )
 from bench.tasks import Task
-from speculator.controller import DEFAULT_COST_MS
+from speculator.controller import DEFAULT_COST_MS, Controller
 from speculator.types import Stats
 
 SOURCE = """def rgb_to_hls(r, g, b):
@@ -107,6 +109,21 @@ def test_a_rename_still_pays_and_stays_exact() -> None:
     (result,) = simulate(traces(trace("rename", prompt, output)), token_bytes, tokenize)
     assert result.exact
     assert result.speedup > 1.1  # characters as tokens: renames are learned letter by letter
+
+
+def test_a_refactor_ends_at_its_closing_fence_without_evaluating_it() -> None:
+    """As the engine's stop rule does: the fence's last token is emitted from
+    the row before it, and no step is spent after it."""
+    output = SOURCE + "```"
+    cost = CostCurve({1: 10.0, 16: 100.0})
+    refactor = trace("plain", "Rewrite:\n", output)
+    tokens, ms, _, _ = decode_on_fake(refactor, Controller(), [], token_bytes, cost)
+    assert tokens == refactor.tokens
+    # The first token comes from the prompt's row; every later one costs a step.
+    assert ms == pytest.approx(10.0 * (len(output) - 1))
+    completion = msgspec.structs.replace(refactor, kind="completion")
+    _, completion_ms, _, _ = decode_on_fake(completion, Controller(), [], token_bytes, cost)
+    assert completion_ms == pytest.approx(10.0 * len(output))  # and one to see the end
 
 
 def test_new_text_costs_about_plain_and_never_much_more() -> None:
