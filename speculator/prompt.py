@@ -340,16 +340,25 @@ FENCE_LANGUAGE = {
 }
 
 
+REFACTOR_FENCE = "```"  # closes the code block a refactor is written in
+
+
 def build_refactor(selection: str, instruction: str, language_id: str) -> tuple[str, str]:
-    """(chat prompt ending inside the assistant's code fence, closing fence)."""
+    """(chat prompt ending inside the assistant's code fence, closing fence).
+
+    The selection's own trailing newlines are left out of its fence: the model
+    closes its answer with "\n```", and written so in the prompt too, the
+    lookup drafts that close with the copy's last line instead of costing a
+    plain step after it (a selection of whole lines would read "\n\n```")."""
     lang = FENCE_LANGUAGE.get(language_id, "")
-    user = f"{instruction.strip()}\n\n```{lang}\n{selection}\n```"
+    code = selection.rstrip("\n")
+    user = f"{instruction.strip()}\n\n```{lang}\n{code}\n```"
     prompt = (
         f"<|im_start|>system\n{SYSTEM}<|im_end|>\n"
         f"<|im_start|>user\n{user}<|im_end|>\n"
         f"<|im_start|>assistant\n```{lang}\n"
     )
-    return prompt, "```"
+    return prompt, REFACTOR_FENCE
 
 
 def fence_stop(fence: str) -> Callable[[str], int | None]:

@@ -7,11 +7,13 @@ from speculator.prompt import (
     FIM_MIDDLE,
     FIM_PREFIX,
     FIM_SUFFIX,
+    REFACTOR_FENCE,
     SNIPPET_BUDGET_CHARS,
     FimPrompt,
     QuickWindow,
     build_fim,
     build_quick_fim,
+    build_refactor,
     prefix_window_start,
 )
 from speculator.types import Snippet
@@ -128,3 +130,16 @@ def test_the_quick_window_can_bring_the_definitions_of_the_names_before_the_curs
         typed, cursor + len("self.source"), Grounding(typed, "python"), 120, words
     )
     assert "        self.source = source\n" in fim.segments[0][1]  # from __init__
+
+
+def test_a_refactor_prompt_closes_the_selection_the_way_the_model_closes_its_answer() -> None:
+    """The model ends its code with "\n```"; a selection of whole lines must
+    read the same in the prompt (not "\n\n```"), so a copy of it drafts the
+    closing fence too."""
+    selection = "def area(w, h):\n    return w * h\n\n"
+    prompt, fence = build_refactor(selection, "rename w to width", "python")
+    assert fence == REFACTOR_FENCE
+    assert "```python\ndef area(w, h):\n    return w * h\n```<|im_end|>" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n```python\n")
+    partial = build_refactor("x = 1", "rename x to y", "python")[0]
+    assert "```python\nx = 1\n```<|im_end|>" in partial
