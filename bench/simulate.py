@@ -31,7 +31,7 @@ import msgspec
 import numpy as np
 
 from speculator.config import EngineConfig
-from speculator.controller import DEFAULT_COST_MS, MAX_VERIFY_ROWS, REFACTOR_PRIORS, Controller
+from speculator.controller import DEFAULT_COST_MS, MAX_VERIFY_ROWS, Controller, controllers_by_kind
 from speculator.decode import Decoder, SamplingParams, allowance_for, refactor_budget
 from speculator.drafters import PromptLookupDrafter
 from speculator.instructions import rename_pairs
@@ -290,14 +290,6 @@ Tokenizer = Callable[[str], list[int]]
 TokenBytes = Callable[[int], bytes]
 
 
-def new_controllers() -> dict[str, Controller]:
-    """One controller per kind, learning across tasks, as the engine keeps them."""
-    return {
-        "completion": Controller(),
-        "refactor": Controller(priors=REFACTOR_PRIORS, max_draft=64),
-    }
-
-
 def decode_on_fake(
     trace: TaskTrace,
     controller: Controller,
@@ -379,8 +371,10 @@ def simulate(
     """Replay every trace of the split, in recorded order, plain and with lookup
     drafting, on `cost` (default: the traces' own curve, scaled)."""
     cost = cost or CostCurve(traces.cost_ms or DEFAULT_COST_MS, cost_scale)
-    controllers = new_controllers()
-    plain_controllers = new_controllers()
+    # Learning across tasks, as the engine's do; a curve without graph replay is a CPU's.
+    cpu_only = cost.replay_saves_ms == 0
+    controllers = controllers_by_kind(cpu_only)
+    plain_controllers = controllers_by_kind(cpu_only)
     refactors = {task.name: task for task in refactor_tasks()}
     results = []
     for trace in traces.tasks:

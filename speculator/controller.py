@@ -97,6 +97,10 @@ class Controller:
         a2 = (n_hits + after * CONTINUATION_WEIGHT) / (n_trials + CONTINUATION_WEIGHT)
         return min(0.995, a1), min(0.995, a2)
 
+    def measured(self, rows: int) -> bool:
+        """Whether a batch of about this size was timed here (not only tabled)."""
+        return self._nearest(rows) in self._scale
+
     def cost(self, rows: int) -> float:
         """Expected verify ms for a batch: the tabled shape times the measured scale."""
         return self._tabled(rows) * self._scale.get(self._nearest(rows), self._global_scale)
@@ -160,6 +164,25 @@ class Controller:
         self._global_scale = 0.9 * self._global_scale + 0.1 * ratio
         size = self._nearest(rows)
         self._scale[size] = 0.7 * self._scale.get(size, self._global_scale) + 0.3 * ratio
+
+
+def controllers_by_kind(cpu_only: bool) -> dict[str, Controller]:
+    """One controller per request kind, as the engine keeps them: completions
+    and refactors accept drafts very differently, so each learns apart.
+
+    `cpu_only`: the target runs on ggml's CPU backend, which replays no graphs,
+    so a plain round right after a batch costs what a steady one does: the
+    loss guard's steady ratio is known to be 1 (decode.LossGuard), and the
+    first request need not spend plain rounds to learn it."""
+    controllers = {
+        "completion": Controller(),
+        # A refactor copies long runs of its selection: allow 64-token drafts.
+        "refactor": Controller(priors=REFACTOR_PRIORS, max_draft=64),
+    }
+    if cpu_only:
+        for controller in controllers.values():
+            controller.steady_ratio = 1.0
+    return controllers
 
 
 def _interpolate(table: dict[int, float], rows: int) -> float:

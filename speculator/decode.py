@@ -172,6 +172,7 @@ class LossGuard:
         expected_tokens: int = 0,
         steady_ratio: float | None = None,
         allowance: float = ALLOWANCE,
+        t1_measured: bool = True,
     ):
         self.allowance = allowance  # the share of plain time this request may lose
         # The length the caller expects (a refactor: its selection's) sizes the
@@ -180,6 +181,7 @@ class LossGuard:
         # to what was written once the output leaves that copy (_project_length).
         self.expected_tokens = expected_tokens
         self.t1 = t1_estimate_ms  # from earlier requests; replaced by measurements
+        self.t1_measured = t1_measured  # False: the estimate is a table's, not this machine's
         self.measured = False
         self.steady_ratio = steady_ratio  # None: no run of plain rounds seen yet
         self.earned_ms = 0.0
@@ -201,9 +203,10 @@ class LossGuard:
 
     def must_probe(self) -> bool:
         """Measure a plain round now: the estimate of t1 is old or from another
-        request; or no steady round was ever seen (a new session's first
-        request: STEADY_AFTER plain rounds, once)."""
-        if self.steady_ratio is None:
+        request, or was never measured on this machine (a new session's first
+        round); or no steady round was ever seen (a new session's first request
+        on a GPU: STEADY_AFTER plain rounds, once)."""
+        if self.steady_ratio is None or not (self.measured or self.t1_measured):
             return True
         return self._since_plain >= self.PROBE_EVERY
 
@@ -284,7 +287,10 @@ class Decoder:
         self.params = params
         self.clock = clock  # seconds; the replay simulator charges modelled costs
         self.guard = LossGuard(
-            controller.cost(1), steady_ratio=controller.steady_ratio, allowance=allowance
+            controller.cost(1),
+            steady_ratio=controller.steady_ratio,
+            allowance=allowance,
+            t1_measured=controller.measured(1),
         )
         self._expected_tokens = 0  # the caller's expected length (run())
         self._follow_when_broke = True  # _keep_following: looks are cheap so far

@@ -15,7 +15,7 @@ import numpy as np
 
 from . import provision
 from .config import EngineConfig
-from .controller import DRAFT_TOKEN_RATIO, REFACTOR_PRIORS, Controller
+from .controller import DRAFT_TOKEN_RATIO, Controller, controllers_by_kind
 from .decode import (
     DecodeOutcome,
     Decoder,
@@ -96,12 +96,7 @@ class SpeculativeEngine:
             if draft
             else None
         )
-        # Completions and refactors accept drafts very differently: learn each apart.
-        self.controllers = {
-            "completion": Controller(),
-            # A refactor copies long runs of its selection: allow 64-token drafts.
-            "refactor": Controller(priors=REFACTOR_PRIORS, max_draft=64),
-        }
+        self.controllers = controllers_by_kind(cpu_only=target.n_gpu_layers == 0)
         self.shift_reuse = True  # reuse the FIM suffix's KV after edits (approximate)
         self._totals = Totals()
         self._provider: ContextProvider | None = None

@@ -1,4 +1,4 @@
-from speculator.controller import MAX_VERIFY_ROWS, REFACTOR_PRIORS, Controller
+from speculator.controller import MAX_VERIFY_ROWS, REFACTOR_PRIORS, Controller, controllers_by_kind
 
 
 def test_no_draft_when_acceptance_is_poor() -> None:
@@ -28,6 +28,24 @@ def test_measured_costs_rescale_every_batch_size() -> None:
         c.observe_cost(1, c.cost_ms[1] / 2)
     assert c.cost(1) < 0.6 * 71
     assert c.cost(33) < 0.7 * before
+
+
+def test_a_size_counts_as_measured_only_once_timed() -> None:
+    c = Controller()
+    assert not c.measured(1)
+    c.observe_cost(16, 300.0)
+    assert c.measured(16) and not c.measured(1)
+    c.observe_cost(1, 40.0)
+    assert c.measured(1)
+
+
+def test_each_kind_has_its_own_controller_and_a_cpu_knows_its_steady_ratio() -> None:
+    cpu, gpu = controllers_by_kind(cpu_only=True), controllers_by_kind(cpu_only=False)
+    assert set(cpu) == {"completion", "refactor"}
+    assert cpu["completion"] is not cpu["refactor"]
+    assert cpu["refactor"].max_draft == MAX_VERIFY_ROWS
+    assert all(c.steady_ratio == 1.0 for c in cpu.values())
+    assert all(c.steady_ratio is None for c in gpu.values())
 
 
 def test_draft_never_longer_than_available() -> None:

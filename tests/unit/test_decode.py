@@ -13,7 +13,12 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pytest
 
-from speculator.controller import DEFAULT_COST_MS, REFACTOR_PRIORS, Controller
+from speculator.controller import (
+    DEFAULT_COST_MS,
+    REFACTOR_PRIORS,
+    Controller,
+    controllers_by_kind,
+)
 from speculator.decode import Decoder, LossGuard, SamplingParams, allowance_for, repeating_tail
 from speculator.drafters import Draft, DraftModelDrafter, PromptLookupDrafter
 
@@ -364,6 +369,29 @@ def test_guard_probes_plain_rounds_to_measure_the_load() -> None:
     assert rounds == LossGuard.FIRST_PROBE
     guard.observe_plain(31.0)
     assert not guard.must_probe()
+    guessed = LossGuard(t1_estimate_ms=33.0, steady_ratio=1.0, t1_measured=False)
+    assert guessed.must_probe()  # a table's t1: measure it before any draft is sized by it
+    guessed.observe_plain(45.0)
+    assert not guessed.must_probe()
+    assert guessed.t1 == 45.0
+
+
+@pytest.mark.parametrize("cpu_only, plain_first", [(True, 1), (False, LossGuard.STEADY_AFTER)])
+def test_a_new_sessions_first_request_drafts_after_one_plain_round_on_a_cpu(
+    cpu_only: bool, plain_first: int
+) -> None:
+    """A CPU replays no graphs, so its steady ratio is known (1) and the first
+    request only measures t1, in one plain round; elsewhere it learns the
+    ratio from STEADY_AFTER plain rounds first."""
+    copy, truth = _copying_truth()
+    source = [7, 8, *copy]  # the prompt's end and what follows it: a match from the first token
+    controller = controllers_by_kind(cpu_only)["refactor"]
+    spec, _, target = _decode(truth, [PromptLookupDrafter([source])], controller=controller)
+    assert spec == truth[:-1]
+    assert target.batches[:plain_first] == [1] * plain_first
+    assert target.batches[plain_first] > 1
+    _, _, again = _decode(truth, [PromptLookupDrafter([source])], controller=controller)
+    assert again.batches[0] > 1  # t1 was measured here before: the next request drafts at once
 
 
 def test_guard_learns_steady_plain_rounds_and_charges_the_cold_ones_after_a_draft() -> None:
