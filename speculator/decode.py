@@ -181,14 +181,15 @@ class LossGuard:
         # to what was written once the output leaves that copy (_project_length).
         self.expected_tokens = expected_tokens
         self.t1 = t1_estimate_ms  # from earlier requests; replaced by measurements
-        self.t1_measured = t1_measured  # False: the estimate is a table's, not this machine's
         self.measured = False
         self.steady_ratio = steady_ratio  # None: no run of plain rounds seen yet
         self.earned_ms = 0.0
         self.tokens = 0
         self.plain_streak = 0  # plain rounds in a row, up to now
         self.drafted = False
-        self._since_plain = self.PROBE_EVERY - self.FIRST_PROBE
+        # The first plain measurement of t1: after FIRST_PROBE drafting rounds at the
+        # latest, or at once when the estimate is a table's, not this machine's.
+        self._since_plain = self.PROBE_EVERY - (self.FIRST_PROBE if t1_measured else 0)
 
     @property
     def replay_ratio(self) -> float:
@@ -206,7 +207,7 @@ class LossGuard:
         request, or was never measured on this machine (a new session's first
         round); or no steady round was ever seen (a new session's first request
         on a GPU: STEADY_AFTER plain rounds, once)."""
-        if self.steady_ratio is None or not (self.measured or self.t1_measured):
+        if self.steady_ratio is None:
             return True
         return self._since_plain >= self.PROBE_EVERY
 
