@@ -29,6 +29,7 @@ MIN_CAP = 15  # the longest lookup draft before any has been accepted (16 rows)
 MAX_RENAMES = 8
 ALIGNED_RUN = 8  # accepted tokens in a row before a match counts as "aligned"
 MAX_JOINED = 3  # source tokens one written token may stand for (punctuation_edit)
+CHANCE_BUCKET = "lookup:1"  # a draft placed by a one-token match
 
 
 class Draft:
@@ -303,6 +304,14 @@ class PromptLookupDrafter:
 
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
         rejected_at = self._last_start + accepted
+        # A draft rejected at once, placed by one token that matched somewhere
+        # else than where the output was (a ',' in new text), says nothing
+        # about how the source was edited: learning a "rename" from it would
+        # trust its continuation as a copy (an import line added above a
+        # signature read as `length` renamed to `Optional`).
+        chance = (
+            accepted == 0 and draft.bucket == CHANCE_BUCKET and self._last_start != self.expected
+        )
         self.resync = False
         # The history will end with the correction (or bonus) token: index next_len - 1.
         next_len = self._next_len = self._proposed_at + accepted + 1
@@ -311,6 +320,8 @@ class PromptLookupDrafter:
             self.expected = rejected_at + 1
             return
         self.run = 0
+        if chance:
+            return  # `expected` stays where the output was last seen in the source
         self.expected = rejected_at + 1  # by default the target replaced one token
         if rejected_at >= len(self.corpus) or self.corpus[rejected_at] == SEPARATOR:
             return

@@ -74,41 +74,60 @@ def test_a_renamed_word_keeps_the_pointer_in_step() -> None:
 
 
 def test_tokens_decoded_without_a_draft_move_the_pointer() -> None:
-    source = [10, 11, 12, 13, 14, 15, 16]
+    source = [9, 10, 11, 12, 13, 14, 15, 16]
     drafter = PromptLookupDrafter([source], token_bytes=lambda t: b"+" if t == 99 else b" w")
-    first = drafter.propose([10], k=2)
+    first = drafter.propose([9, 10], k=2)
     assert first is not None
     drafter.feedback(first, accepted=0, correction=99)  # '+' in place of 11: an edit
     # Two rounds decoded 12 and 13 plainly (no draft was worth it), then:
-    draft = drafter.propose([10, 99, 12, 13], k=2)
+    draft = drafter.propose([9, 10, 99, 12, 13], k=2)
     assert draft is not None and draft.tokens == [14, 15]
     assert drafter.expected == source.index(14) and drafter.run == 2
 
 
 def test_learned_rename_is_applied_and_dropped_when_wrong() -> None:
-    source = [1, 50, 2, 50, 3, 50, 4]
+    source = [0, 1, 50, 2, 50, 3, 50, 4]
     drafter = PromptLookupDrafter([source])
-    draft = drafter.propose([1], k=3)
+    draft = drafter.propose([0, 1], k=3)
     assert draft is not None and draft.tokens == [50, 2, 50]
     drafter.feedback(draft, accepted=0, correction=60)  # the target renames 50 -> 60
-    draft = drafter.propose([1, 60], k=3)
+    draft = drafter.propose([0, 1, 60], k=3)
     assert draft is not None and draft.tokens == [2, 60, 3]
     drafter.feedback(Draft([2, 60, 3], "lookup", "lookup:0"), accepted=1, correction=70)
     assert 50 not in drafter.substitutions
 
 
+def test_a_draft_placed_by_one_chance_token_teaches_no_rename() -> None:
+    # source "fsrc, length=0):"; the target first writes "from typing import IO, Optional":
+    # its ',' matches the source's, and ' Optional' is new text, not `length` renamed.
+    words = {1: b" fsrc", 2: b",", 3: b" length", 4: b"=", 5: b"0", 6: b"):",
+             7: b"from", 8: b" IO", 9: b" Optional"}  # fmt: skip
+    drafter = PromptLookupDrafter([[1, 2, 3, 4, 5, 6]], token_bytes=words.__getitem__)
+    draft = drafter.propose([7, 8, 2], k=3)
+    assert draft is not None and draft.tokens == [3, 4, 5] and draft.bucket == "lookup:1"
+    drafter.feedback(draft, accepted=0, correction=9)
+    assert drafter.substitutions == {} and not drafter.resync
+    assert drafter.propose([7, 8, 2, 9], k=3) is None  # nothing to follow: no draft
+    # The same rejection where the output follows the source is a rename.
+    drafter = PromptLookupDrafter([[1, 2, 3, 4, 5, 6]], token_bytes=words.__getitem__)
+    draft = drafter.propose([1, 2], k=3)
+    assert draft is not None and draft.bucket == "lookup:2"
+    drafter.feedback(draft, accepted=0, correction=9)
+    assert drafter.substitutions == {3: 9} and drafter.resync
+
+
 def test_plain_tokens_follow_a_learned_rename_and_drop_one_not_made() -> None:
-    source = [1, 50, 2, 50, 3, 4, 5, 50, 6, 7, 8]
+    source = [0, 1, 50, 2, 50, 3, 4, 5, 50, 6, 7, 8]
     drafter = PromptLookupDrafter([source])
-    draft = drafter.propose([1], k=3)
+    draft = drafter.propose([0, 1], k=3)
     assert draft is not None
     drafter.feedback(draft, accepted=0, correction=60)  # the target renames 50 -> 60
     # Decoded plainly, without a draft: the renamed word keeps the pointer in step ...
-    drafter.propose([1, 60, 2, 60, 3], k=1)
+    drafter.propose([0, 1, 60, 2, 60, 3], k=1)
     assert drafter.expected == source.index(4) and drafter.run == 3
     assert drafter.substitutions == {50: 60}
     # ... and where the target writes the source's own word, the rename is dropped.
-    draft = drafter.propose([1, 60, 2, 60, 3, 4, 5, 50], k=2)
+    draft = drafter.propose([0, 1, 60, 2, 60, 3, 4, 5, 50], k=2)
     assert 50 not in drafter.substitutions
     assert draft is not None and draft.tokens == [6, 7]
 
@@ -132,15 +151,15 @@ def test_copy_ahead_counts_what_is_left_of_an_aligned_copy_of_the_prompt() -> No
 
 def test_a_keyword_written_for_a_word_is_a_rewrite_not_a_rename() -> None:
     words = {10: b" let", 11: b" rpt", 12: b" =", 13: b" return", 14: b" str", 15: b" count"}
-    drafter = PromptLookupDrafter([[10, 11, 12, 14]], token_bytes=lambda t: words[t])
+    drafter = PromptLookupDrafter([[12, 10, 11, 12, 14]], token_bytes=lambda t: words[t])
     draft = drafter.propose([15], k=3)  # nothing matches 15: nothing to draft
     assert draft is None
-    draft = drafter.propose([15, 10], k=2)
+    draft = drafter.propose([15, 12, 10], k=2)
     assert draft is not None and draft.tokens == [11, 12]
     drafter.feedback(draft, accepted=0, correction=15)  # `count` for `rpt`: a rename
     assert drafter.substitutions == {11: 15}
-    drafter = PromptLookupDrafter([[15, 10, 11, 12, 14]], token_bytes=lambda t: words[t])
-    draft = drafter.propose([15], k=2)
+    drafter = PromptLookupDrafter([[12, 15, 10, 11, 12, 14]], token_bytes=lambda t: words[t])
+    draft = drafter.propose([12, 15], k=2)
     assert draft is not None and draft.tokens == [10, 11]
     drafter.feedback(draft, accepted=0, correction=13)  # `return` for `let`: a rewrite
     assert drafter.substitutions == {} and not drafter.resync
@@ -191,7 +210,7 @@ def test_a_long_corpus_is_searched_whole() -> None:
     assert draft is not None and draft.tokens == [5000, 5001, 5002]
 
 
-PIECES = {1: b"h", 2: b"*", 3: b"6", 4: b".", 5: b"0", 6: b")", 7: b" *", 8: b" "}
+PIECES = {0: b" =", 1: b"h", 2: b"*", 3: b"6", 4: b".", 5: b"0", 6: b")", 7: b" *", 8: b" "}
 
 
 def test_drafts_grow_with_the_run_of_accepted_tokens() -> None:
@@ -213,14 +232,14 @@ def test_drafts_grow_with_the_run_of_accepted_tokens() -> None:
 
 def test_a_whitespace_insertion_keeps_the_pointer_on_the_source() -> None:
     # source "h*6.0)" ; the target writes "h * 6.0)": ' *' for '*', then an inserted ' '
-    drafter = PromptLookupDrafter([[1, 2, 3, 4, 5, 6]], token_bytes=PIECES.__getitem__)
-    draft = drafter.propose([1], k=4)
+    drafter = PromptLookupDrafter([[0, 1, 2, 3, 4, 5, 6]], token_bytes=PIECES.__getitem__)
+    draft = drafter.propose([0, 1], k=4)
     assert draft is not None and draft.tokens == [2, 3, 4, 5]
     drafter.feedback(draft, accepted=0, correction=7)  # ' *' in place of '*': respaced
-    draft = drafter.propose([1, 7], k=4)
+    draft = drafter.propose([0, 1, 7], k=4)
     assert draft is not None and draft.tokens == [3, 4, 5, 6] and draft.bucket == "lookup:resync"
     drafter.feedback(draft, accepted=0, correction=8)  # ' ' inserted before '6'
-    draft = drafter.propose([1, 7, 8], k=4)
+    draft = drafter.propose([0, 1, 7, 8], k=4)
     assert draft is not None and draft.tokens == [3, 4, 5, 6]  # '6' is still due
     assert 2 not in drafter.substitutions and 3 not in drafter.substitutions
 
