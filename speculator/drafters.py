@@ -304,14 +304,6 @@ class PromptLookupDrafter:
 
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
         rejected_at = self._last_start + accepted
-        # A draft rejected at once, placed by one token that matched somewhere
-        # else than where the output was (a ',' in new text), says nothing
-        # about how the source was edited: learning a "rename" from it would
-        # trust its continuation as a copy (an import line added above a
-        # signature read as `length` renamed to `Optional`).
-        chance = (
-            accepted == 0 and draft.bucket == CHANCE_BUCKET and self._last_start != self.expected
-        )
         self.resync = False
         # The history will end with the correction (or bonus) token: index next_len - 1.
         next_len = self._next_len = self._proposed_at + accepted + 1
@@ -320,7 +312,7 @@ class PromptLookupDrafter:
             self.expected = rejected_at + 1
             return
         self.run = 0
-        if chance:
+        if accepted == 0 and self._placed_by_chance(draft):
             return  # `expected` stays where the output was last seen in the source
         self.expected = rejected_at + 1  # by default the target replaced one token
         if rejected_at >= len(self.corpus) or self.corpus[rejected_at] == SEPARATOR:
@@ -351,6 +343,14 @@ class PromptLookupDrafter:
             self.expected, self.resync = rejected_at + covered, True
             self._resync_bucket = "lookup:punctuation"
         self._start_rename(rejected_at, correction, next_len - 1)
+
+    def _placed_by_chance(self, draft: Draft) -> bool:
+        """Whether one token, matched away from where the output was last seen
+        in the source (a ',' in new text), placed this draft. Rejected at once,
+        such a draft says nothing about how the source was edited: learning a
+        "rename" from it would trust its continuation as a copy (an import line
+        added above a signature read as `length` renamed to `Optional`)."""
+        return draft.bucket == CHANCE_BUCKET and self._last_start != self.expected
 
     def _punctuation_edit(self, position: int, correction: int) -> int | None:
         """How many source tokens from `position` the target's token stands for,
