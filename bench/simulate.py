@@ -201,7 +201,11 @@ class CostCurve:
         scale: float = 1.0,
         round_ms: float = 0.0,
         replay_saves_ms: float = 0.0,
+        threads: int = 2,
     ):
+        # The CPU threads the curve was measured on: a curve recorded under load
+        # is a one-thread curve (adaptive threads), and the controller prices it so.
+        self.threads = threads
         self.rows = np.array(sorted(table), dtype=np.float64)
         self.ms = np.array([table[r] for r in sorted(table)], dtype=np.float64)
         self.scale = scale
@@ -237,6 +241,7 @@ class FakeTarget:
         self.end = end
         self.cost = cost
         self.clock = clock
+        self.threads = cost.threads  # what Session.threads says: the decoder reads it
         self.batches: list[int] = []  # rows of every append, for tests and reports
 
     def next_logits(self, position: int) -> np.ndarray:
@@ -370,7 +375,8 @@ def simulate(
 ) -> list[SimResult]:
     """Replay every trace of the split, in recorded order, plain and with lookup
     drafting, on `cost` (default: the traces' own curve, scaled)."""
-    cost = cost or CostCurve(traces.cost_ms or DEFAULT_COST_MS, cost_scale)
+    threads = 1 if traces.load else 2
+    cost = cost or CostCurve(traces.cost_ms or DEFAULT_COST_MS, cost_scale, threads=threads)
     # Learning across tasks, as the engine's do; a curve without graph replay is a CPU's.
     cpu_only = cost.replay_saves_ms == 0
     controllers = controllers_by_kind(cpu_only)

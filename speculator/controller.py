@@ -30,6 +30,14 @@ DEFAULT_COST_MS = {1: 33.1, 2: 58.7, 3: 80.1, 4: 99.2, 8: 168.7, 9: 206.6, 16: 2
 # below it do (docs/exactness.md). Longer batches gain little more per row (128
 # rows: 53x) and lose more on a miss (docs/benchmarks.md, "64-row verify batches").
 DRAFT_SIZES = (1, 2, 3, 7, 15, 23, 31, 47, 63)
+# The verify curve on one CPU thread, as multiples of a 1-row step (`python -m
+# bench.verify_cost --threads 1 --context 500`, 2026-11-26; the same within 5%
+# with one busy core). Adaptive threads run one thread whenever another process
+# keeps a core busy (threads.py), and there a batch of up to 12 rows costs about a
+# step per row (8 rows: 9.1 steps), where the table above, measured on two
+# threads, prices 2 to 8 rows at 1.8 to 5.1 steps: short drafts cannot pay.
+ONE_THREAD_SHAPE = {1: 1.0, 2: 2.1, 3: 3.0, 4: 3.8, 8: 9.1, 9: 9.8, 12: 11.8, 16: 11.2,
+                    17: 13.3, 24: 17.5, 32: 20.1, 48: 28.0, 56: 34.2, 64: 32.7}  # fmt: skip
 MAX_VERIFY_ROWS = DRAFT_SIZES[-1] + 1
 # One draft-model token costs about this many target 1-row steps (27 ms against
 # 33 ms on the 2-core machine, DESIGN.md). A ratio, not milliseconds: under load
@@ -64,6 +72,46 @@ CONTINUATION_WEIGHT = 16.0
 DECAY = 0.98  # per observed round: recent behaviour matters more
 
 
+class VerifyCost:
+    """Verify ms by batch size: a tabled shape times what this machine measures."""
+
+    def __init__(self, table: dict[int, float], rows: int):
+        self.table = table
+        self._global_scale = 1.0  # measured / tabled cost, all batch sizes
+        self._scale: dict[int, float] = {}  # the same, per tabled batch size
+        # The table's shape and nearest tabled size per row count, worked out once:
+        # cost() runs for every draft size in every round, and on a GPU a round
+        # is a few ms, so a scan of the table per call shows in the profile.
+        self._shape = [_interpolate(table, n) for n in range(rows + 1)]
+        self._nearest_size = [self._scan_nearest(n) for n in range(rows + 1)]
+
+    def measured(self, rows: int) -> bool:
+        return self._nearest(rows) in self._scale
+
+    def cost(self, rows: int) -> float:
+        return self._tabled(rows) * self._scale.get(self._nearest(rows), self._global_scale)
+
+    def observe(self, rows: int, ms: float) -> None:
+        """Fold a measured verify time into the global and the per-size scale."""
+        ratio = ms / self._tabled(rows)
+        self._global_scale = 0.9 * self._global_scale + 0.1 * ratio
+        size = self._nearest(rows)
+        self._scale[size] = 0.7 * self._scale.get(size, self._global_scale) + 0.3 * ratio
+
+    def _tabled(self, rows: int) -> float:
+        if 0 <= rows < len(self._shape):
+            return self._shape[rows]
+        return _interpolate(self.table, rows)
+
+    def _nearest(self, rows: int) -> int:
+        if 0 <= rows < len(self._nearest_size):
+            return self._nearest_size[rows]
+        return self._scan_nearest(rows)
+
+    def _scan_nearest(self, rows: int) -> int:
+        return min(self.table, key=lambda s: abs(s - rows))
+
+
 class Controller:
     def __init__(
         self,
@@ -76,17 +124,26 @@ class Controller:
         self.max_draft = max_draft
         # Per bucket: decayed [first hits, first trials, next hits, next trials].
         self._counts: dict[str, list[float]] = {}
-        self._global_scale = 1.0  # measured / tabled cost, all batch sizes
-        self._scale: dict[int, float] = {}  # the same, per tabled batch size
         # A plain round in a run of plain rounds over one right after another
         # batch shape (decode.LossGuard: about 0.5 on a GPU, 1 on a CPU).
         self.steady_ratio: float | None = None
-        # The table's shape and nearest tabled size per row count, worked out once:
-        # cost() runs for every draft size in every round, and on a GPU a round
-        # is a few ms, so a scan of the table per call shows in the profile.
-        rows = range(max(max(self.cost_ms), MAX_VERIFY_ROWS, max_draft + 1) + 1)
-        self._shape = [_interpolate(self.cost_ms, n) for n in rows]
-        self._nearest_size = [self._scan_nearest(n) for n in rows]
+        self._rows = max(max(self.cost_ms), MAX_VERIFY_ROWS, max_draft + 1)
+        self._many_threads = VerifyCost(self.cost_ms, self._rows)
+        # A CPU build prices rounds on one thread apart (price_one_thread_apart).
+        self._one_thread: VerifyCost | None = None
+        self._costs = self._many_threads
+
+    def price_one_thread_apart(self) -> None:
+        """Keep a second curve, shaped as ONE_THREAD_SHAPE, for the rounds a
+        CPU build runs on one thread (under load: threads.py)."""
+        step_ms = self.cost_ms[min(self.cost_ms)]
+        table = {rows: ratio * step_ms for rows, ratio in ONE_THREAD_SHAPE.items()}
+        self._one_thread = VerifyCost(table, self._rows)
+
+    def use_threads(self, threads: int) -> None:
+        """The next rounds run on this many CPU threads."""
+        one_thread = self._one_thread if threads == 1 else None
+        self._costs = one_thread or self._many_threads
 
     def rates(self, bucket: str) -> tuple[float, float]:
         """(P(first draft token accepted), P(next accepted | the one before was))."""
@@ -99,24 +156,11 @@ class Controller:
 
     def measured(self, rows: int) -> bool:
         """Whether a batch of about this size was timed here (not only tabled)."""
-        return self._nearest(rows) in self._scale
+        return self._costs.measured(rows)
 
     def cost(self, rows: int) -> float:
         """Expected verify ms for a batch: the tabled shape times the measured scale."""
-        return self._tabled(rows) * self._scale.get(self._nearest(rows), self._global_scale)
-
-    def _tabled(self, rows: int) -> float:
-        if 0 <= rows < len(self._shape):
-            return self._shape[rows]
-        return _interpolate(self.cost_ms, rows)
-
-    def _nearest(self, rows: int) -> int:
-        if 0 <= rows < len(self._nearest_size):
-            return self._nearest_size[rows]
-        return self._scan_nearest(rows)
-
-    def _scan_nearest(self, rows: int) -> int:
-        return min(self.cost_ms, key=lambda s: abs(s - rows))
+        return self._costs.cost(rows)
 
     def draft_length(self, bucket: str, available: int, extra_cost_ms: float = 0.0) -> int:
         """Best number of drafts to verify (0 = plain decoding).
@@ -159,11 +203,8 @@ class Controller:
         return counts
 
     def observe_cost(self, rows: int, ms: float) -> None:
-        """Fold a measured verify time into the global and the per-size scale."""
-        ratio = ms / self._tabled(rows)
-        self._global_scale = 0.9 * self._global_scale + 0.1 * ratio
-        size = self._nearest(rows)
-        self._scale[size] = 0.7 * self._scale.get(size, self._global_scale) + 0.3 * ratio
+        """Fold a measured verify time into the curve of the current thread count."""
+        self._costs.observe(rows, ms)
 
 
 def controllers_by_kind(cpu_only: bool) -> dict[str, Controller]:
@@ -182,6 +223,7 @@ def controllers_by_kind(cpu_only: bool) -> dict[str, Controller]:
     if cpu_only:
         for controller in controllers.values():
             controller.steady_ratio = 1.0
+            controller.price_one_thread_apart()
     return controllers
 
 

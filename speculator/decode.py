@@ -287,6 +287,7 @@ class Decoder:
         self.drafters = list(drafters)
         self.params = params
         self.clock = clock  # seconds; the replay simulator charges modelled costs
+        controller.use_threads(session.threads)
         self.guard = LossGuard(
             controller.cost(1),
             steady_ratio=controller.steady_ratio,
@@ -329,6 +330,7 @@ class Decoder:
                 break
             room = min(max_tokens - len(out.tokens), rows_that_fit)
             drafting_start = self.clock()
+            self.controller.use_threads(self.session.threads)  # what the last step ran on
             draft = self._draft(prompt + out.tokens, room)
             drafting_ms = (self.clock() - drafting_start) * 1000
             k = len(draft.tokens) if draft else 0

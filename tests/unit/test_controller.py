@@ -1,4 +1,10 @@
-from speculator.controller import MAX_VERIFY_ROWS, REFACTOR_PRIORS, Controller, controllers_by_kind
+from speculator.controller import (
+    DEFAULT_COST_MS,
+    MAX_VERIFY_ROWS,
+    REFACTOR_PRIORS,
+    Controller,
+    controllers_by_kind,
+)
 
 
 def test_no_draft_when_acceptance_is_poor() -> None:
@@ -101,3 +107,34 @@ def test_a_64_row_batch_cheaper_than_56_rows_is_taken() -> None:
     for _ in range(30):
         c.observe_acceptance("lookup:aligned", drafted=63, accepted=63)
     assert c.draft_length("lookup:aligned", 100) == 63
+
+
+def test_on_one_cpu_thread_short_batches_cost_a_step_per_row() -> None:
+    cpu = controllers_by_kind(cpu_only=True)["refactor"]
+    for _ in range(30):
+        cpu.observe_acceptance("lookup:3", drafted=3, accepted=2)
+    two_threads = cpu.draft_length("lookup:3", 3)
+    cpu.use_threads(1)
+    # 4 rows: 3.9 steps against the two-thread table's 3.0; 3 drafts at this
+    # acceptance cannot pay there, and the controller declines them.
+    assert cpu.cost(4) / cpu.cost(1) > 3.5 > DEFAULT_COST_MS[4] / DEFAULT_COST_MS[1]
+    assert two_threads > 0 and cpu.draft_length("lookup:3", 3) == 0
+    cpu.use_threads(2)
+    assert cpu.draft_length("lookup:3", 3) == two_threads
+
+
+def test_each_thread_count_learns_its_own_costs() -> None:
+    cpu = controllers_by_kind(cpu_only=True)["completion"]
+    cpu.use_threads(1)
+    for _ in range(20):
+        cpu.observe_cost(1, 90.0)
+    assert cpu.measured(1) and cpu.cost(1) > 80
+    cpu.use_threads(2)
+    assert not cpu.measured(1) and cpu.cost(1) == DEFAULT_COST_MS[1]
+
+
+def test_a_gpu_build_has_one_curve_whatever_the_threads() -> None:
+    gpu = controllers_by_kind(cpu_only=False)["refactor"]
+    before = gpu.cost(16)
+    gpu.use_threads(1)
+    assert gpu.cost(16) == before

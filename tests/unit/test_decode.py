@@ -15,6 +15,7 @@ import pytest
 
 from speculator.controller import (
     DEFAULT_COST_MS,
+    ONE_THREAD_SHAPE,
     REFACTOR_PRIORS,
     Controller,
     controllers_by_kind,
@@ -46,8 +47,10 @@ class ModelledTarget:
         n_ctx: int = 4096,
         curve: Callable[[int], float] | None = None,
         replay_discount: float = 1.0,
+        threads: int = 2,
     ):
         self.prompt_len = len(prompt)
+        self.threads = threads
         self.curve = curve or _curve
         # A GPU build replays a batch shaped like the two before it as a CUDA
         # graph: it costs this share of the curve (1.0: a CPU, no such thing).
@@ -138,6 +141,55 @@ def _decode(
     expected = len(truth) if expected_tokens is None else expected_tokens
     out = decoder.run(target.first_logits(), len(truth) + 8, expected_tokens=expected)
     return out.tokens, clock.now * 1000, target
+
+
+class ShortCopyDrafter:
+    """Drafts the true next tokens, at most 3: right, but too short to pay on
+    one CPU thread, where a 4-row batch costs about 4 steps."""
+
+    name = "lookup"
+
+    def __init__(self, truth: list[int], prompt_len: int):
+        self.truth = truth
+        self.prompt_len = prompt_len
+
+    def propose(self, history: Sequence[int], k: int) -> Draft | None:
+        done = len(history) - self.prompt_len
+        coming = self.truth[done : done + min(k, 3)]
+        return Draft(coming, self.name, "lookup:3") if coming else None
+
+    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
+        pass
+
+    def declined(self, draft: Draft) -> None:
+        pass
+
+    def copy_ahead(self, history: Sequence[int]) -> int | None:
+        return None
+
+
+def _one_thread_curve(rows: int) -> float:
+    sizes = sorted(ONE_THREAD_SHAPE)
+    return float(np.interp(rows, sizes, [ONE_THREAD_SHAPE[s] for s in sizes])) * 33.1
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_short_drafts_are_priced_by_the_thread_count_of_the_last_step(threads: int) -> None:
+    """On two threads a right 3-token draft pays (4 rows cost 3 steps) and is
+    verified; on one it cannot (about 4 steps), and the CPU controller,
+    reading the session's thread count, leaves it."""
+    _, truth = _copying_truth(60)
+    curve = _one_thread_curve if threads == 1 else None
+    target = ModelledTarget([5, 6, 7, 8], truth, Clock(), curve=curve, threads=threads)
+    controller = controllers_by_kind(cpu_only=True)["refactor"]
+    spec, _, target = _decode(
+        truth, [ShortCopyDrafter(truth, prompt_len=4)], controller=controller, target=target
+    )
+    assert spec == truth[:-1]
+    if threads == 1:
+        assert set(target.batches) == {1}
+    else:  # drafted, and accepted: fewer rounds than tokens
+        assert max(target.batches) == 4 and len(target.batches) < len(truth) / 2
 
 
 def _copying_truth(n: int = 300) -> tuple[list[int], list[int]]:
