@@ -43,11 +43,10 @@ class CompletionStop:
         self.multiline = multiline
         self.rest_of_line = text[cursor:line_end].strip()
         self.cursor_column_text = text[line_start:cursor]
-        self.base_indent = (
-            _indent(self.cursor_column_text) if not self.cursor_column_text.strip() else None
-        )
-        if self.base_indent is None:  # after a block opener: the block is one level deeper
-            self.base_indent = _indent(self.cursor_column_text) + 1
+        self.at_blank_line = not self.cursor_column_text.strip()
+        self.base_indent = _indent(self.cursor_column_text)
+        if not self.at_blank_line:  # after a block opener: the block is one level deeper
+            self.base_indent += 1
         self.next_line = next(
             (ln.strip() for ln in text[line_end + 1 :].split("\n") if ln.strip()), ""
         )
@@ -85,17 +84,31 @@ class CompletionStop:
             return at
         return cut
 
+    def _block_indent(self, first_line: str) -> int:
+        """The indentation a multi-line completion stays at or within. At a blank
+        line the user may have typed only part of the indentation, so the first
+        line written, once it has text, says where the block is."""
+        if self.at_blank_line and first_line.strip():
+            return _indent(self.cursor_column_text + first_line)
+        return self.base_indent
+
     def _multiline_cut(self, completion: str, cut: int | None) -> int | None:
         offset = 0
         lines = completion.split("\n")
         complete = lines[:-1]  # the last line may still grow
-        for n, line in enumerate(complete):
+        block = self._block_indent(lines[0])
+        for n, line in enumerate(lines):
             stripped = line.strip()
+            growing = n == len(complete)
             if n > 0 and stripped:
-                dedented = _indent(line) < (self.base_indent or 0)
-                repeats_suffix = self.next_line and stripped == self.next_line
+                # A line's indentation is final once it has text: a dedent ends
+                # the completion without waiting for the line to end.
+                dedented = _indent(line) < block
+                repeats_suffix = not growing and self.next_line and stripped == self.next_line
                 if dedented or repeats_suffix:
                     return _min(cut, offset - 1)
+            if growing:
+                break
             if n >= MAX_LINES:
                 return _min(cut, offset - 1)
             offset += len(line) + 1

@@ -28,6 +28,35 @@ def test_multiline_stops_when_dedenting_out_of_the_block() -> None:
     assert cut is not None and completion[:cut] == "y = x + 1\n    return y"
 
 
+def test_a_dedent_ends_the_completion_before_its_line_is_written() -> None:
+    text = "def f(x):\n    \n"
+    cursor = text.index("    \n") + 4
+    stop = _stop(text, cursor, multiline=True)
+    completion = "y = x + 1\n    return y\nd"  # `d` will be `def g():` at column 0
+    cut = stop(completion)
+    assert cut is not None and completion[:cut] == "y = x + 1\n    return y"
+
+
+def test_a_line_still_growing_is_not_taken_for_the_next_line() -> None:
+    text = "def f(x):\n    \n    return y\n"
+    cursor = text.index("    \n") + 4
+    stop = _stop(text, cursor, multiline=True)
+    assert stop("y = x * 2\n    return") is None  # may still become `return y + 1`
+    assert stop("y = x * 2\n    ") is None  # no text yet: its indentation may grow
+
+
+def test_with_part_of_the_indentation_typed_the_block_is_where_the_first_line_lands() -> None:
+    # The user has typed two of the eight spaces of an `if` body; the model
+    # finishes the line, then starts the code after the `if` at column 4.
+    text = "def f(self):\n    if self.ready is None:\n  \n    n = 1\n"
+    cursor = text.index("  \n    n = 1") + 2
+    stop = _stop(text, cursor, multiline=True)
+    completion = "      raise ValueError('not ready')\n\n    n2i = s"
+    cut = stop(completion)
+    assert cut is not None and completion[:cut] == "      raise ValueError('not ready')\n"
+    assert stop("      raise ValueError('not ready')\n        log(x)\n") is None
+
+
 def test_multiline_stops_before_repeating_the_next_line() -> None:
     text = "def f(x):\n    \n    return y\n"
     cursor = text.index("    \n") + 4
