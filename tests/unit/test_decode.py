@@ -93,13 +93,10 @@ def _curve(rows: int) -> float:
     return DEFAULT_COST_MS[nearest] * rows / nearest if rows > 65 else DEFAULT_COST_MS[nearest]
 
 
-class WrongDrafter:
-    """Proposes k confident-looking tokens that are always wrong."""
+class LearnsNothing:
+    """A lookup drafter's hooks, for test drafters that learn nothing from them."""
 
     name = "lookup"
-
-    def propose(self, history: Sequence[int], k: int) -> Draft | None:
-        return Draft([63] * k, self.name, "lookup:aligned")
 
     def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
         pass
@@ -109,6 +106,13 @@ class WrongDrafter:
 
     def copy_ahead(self, history: Sequence[int]) -> int | None:
         return None
+
+
+class WrongDrafter(LearnsNothing):
+    """Proposes k confident-looking tokens that are always wrong."""
+
+    def propose(self, history: Sequence[int], k: int) -> Draft | None:
+        return Draft([63] * k, self.name, "lookup:aligned")
 
 
 def _decode(
@@ -143,11 +147,9 @@ def _decode(
     return out.tokens, clock.now * 1000, target
 
 
-class ShortCopyDrafter:
+class ShortCopyDrafter(LearnsNothing):
     """Drafts the true next tokens, at most 3: right, but too short to pay on
     one CPU thread, where a 4-row batch costs about 4 steps."""
-
-    name = "lookup"
 
     def __init__(self, truth: list[int], prompt_len: int):
         self.truth = truth
@@ -157,15 +159,6 @@ class ShortCopyDrafter:
         done = len(history) - self.prompt_len
         coming = self.truth[done : done + min(k, 3)]
         return Draft(coming, self.name, "lookup:3") if coming else None
-
-    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
-        pass
-
-    def declined(self, draft: Draft) -> None:
-        pass
-
-    def copy_ahead(self, history: Sequence[int]) -> int | None:
-        return None
 
 
 def _one_thread_curve(rows: int) -> float:
@@ -346,11 +339,9 @@ def test_wrong_drafts_on_a_gpu_lose_at_most_the_allowance_of_graph_replayed_plai
     assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + 3 * _gpu_curve(1)
 
 
-class SlowDrafter:
+class SlowDrafter(LearnsNothing):
     """Every look costs 10 target steps of Python; two in three find nothing,
     the third proposes a draft whose first token only is right."""
-
-    name = "lookup"
 
     def __init__(self, clock: Clock, truth: list[int]):
         self.clock = clock
@@ -364,15 +355,6 @@ class SlowDrafter:
             return None
         done = len(history) - 4  # the prompt is 4 tokens
         return Draft(self.truth[done : done + 1] + [63] * (k - 1), self.name, "lookup:aligned")
-
-    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
-        pass
-
-    def declined(self, draft: Draft) -> None:
-        pass
-
-    def copy_ahead(self, history: Sequence[int]) -> int | None:
-        return None
 
 
 def test_the_cost_of_looking_for_drafts_counts_as_a_loss() -> None:
