@@ -6,6 +6,11 @@ def _stop(text: str, cursor: int, multiline: bool) -> CompletionStop:
     return CompletionStop(text, cursor, multiline)
 
 
+def _stop_in_body(text: str) -> CompletionStop:
+    """A multi-line stop with the cursor on the first blank, 4-space indented line."""
+    return _stop(text, text.index("    \n") + 4, multiline=True)
+
+
 def test_single_line_stops_at_newline() -> None:
     text = "x = foo(\n"
     stop = _stop(text, len("x = foo("), multiline=False)
@@ -20,27 +25,21 @@ def test_does_not_repeat_the_closing_bracket_of_the_suffix() -> None:
 
 
 def test_multiline_stops_when_dedenting_out_of_the_block() -> None:
-    text = "def f(x):\n    \n"
-    cursor = text.index("    \n") + 4
-    stop = _stop(text, cursor, multiline=True)
+    stop = _stop_in_body("def f(x):\n    \n")
     completion = "y = x + 1\n    return y\ndef g():\n"
     cut = stop(completion)
     assert cut is not None and completion[:cut] == "y = x + 1\n    return y"
 
 
 def test_a_dedent_ends_the_completion_before_its_line_is_written() -> None:
-    text = "def f(x):\n    \n"
-    cursor = text.index("    \n") + 4
-    stop = _stop(text, cursor, multiline=True)
+    stop = _stop_in_body("def f(x):\n    \n")
     completion = "y = x + 1\n    return y\nd"  # `d` will be `def g():` at column 0
     cut = stop(completion)
     assert cut is not None and completion[:cut] == "y = x + 1\n    return y"
 
 
 def test_a_line_still_growing_is_not_taken_for_the_next_line() -> None:
-    text = "def f(x):\n    \n    return y\n"
-    cursor = text.index("    \n") + 4
-    stop = _stop(text, cursor, multiline=True)
+    stop = _stop_in_body("def f(x):\n    \n    return y\n")
     assert stop("y = x * 2\n    return") is None  # may still become `return y + 1`
     assert stop("y = x * 2\n    ") is None  # no text yet: its indentation may grow
 
@@ -58,9 +57,7 @@ def test_with_part_of_the_indentation_typed_the_block_is_where_the_first_line_la
 
 
 def test_multiline_stops_before_repeating_the_next_line() -> None:
-    text = "def f(x):\n    \n    return y\n"
-    cursor = text.index("    \n") + 4
-    stop = _stop(text, cursor, multiline=True)
+    stop = _stop_in_body("def f(x):\n    \n    return y\n")
     completion = "y = x * 2\n    return y\n"
     cut = stop(completion)
     assert cut is not None and completion[:cut] == "y = x * 2"
