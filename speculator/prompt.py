@@ -341,6 +341,15 @@ FENCE_LANGUAGE = {
 
 
 REFACTOR_FENCE = "```"  # closes the code block a refactor is written in
+_LINE_START_BACKTICKS = re.compile(r"^`{3,}", re.MULTILINE)
+
+
+def refactor_fence(selection: str) -> str:
+    """The fence a refactor's code block is written in: three backticks, or one
+    more than the longest run that starts a line of the selection (Markdown's
+    rule), so a fence inside the code never reads as the end of the answer."""
+    longest = max((len(m.group()) for m in _LINE_START_BACKTICKS.finditer(selection)), default=0)
+    return "`" * max(len(REFACTOR_FENCE), longest + 1)
 
 
 def build_refactor(selection: str, instruction: str, language_id: str) -> tuple[str, str]:
@@ -351,21 +360,28 @@ def build_refactor(selection: str, instruction: str, language_id: str) -> tuple[
     lookup drafts that close with the copy's last line instead of costing a
     plain step after it (a selection of whole lines would read "\n\n```")."""
     lang = FENCE_LANGUAGE.get(language_id, "")
+    fence = refactor_fence(selection)
     code = selection.rstrip("\n")
-    user = f"{instruction.strip()}\n\n```{lang}\n{code}\n```"
+    user = f"{instruction.strip()}\n\n{fence}{lang}\n{code}\n{fence}"
     prompt = (
         f"<|im_start|>system\n{SYSTEM}<|im_end|>\n"
         f"<|im_start|>user\n{user}<|im_end|>\n"
-        f"<|im_start|>assistant\n```{lang}\n"
+        f"<|im_start|>assistant\n{fence}{lang}\n"
     )
-    return prompt, REFACTOR_FENCE
+    return prompt, fence
 
 
 def fence_stop(fence: str) -> Callable[[str], int | None]:
-    """The stop rule of a refactor: cut the output where the code fence closes."""
+    """The stop rule of a refactor: cut the output where the code fence closes.
+
+    Only a fence that starts a line closes the block: backticks inside the
+    code (a string "\\n```", a doc comment's "/// ```", an indented docstring's
+    example) are code, and cutting there would replace the selection with
+    half of it."""
+    closing = re.compile("^" + re.escape(fence), re.MULTILINE)
 
     def stop(text: str) -> int | None:
-        at = text.find(fence)
-        return at if at >= 0 else None
+        found = closing.search(text)
+        return found.start() if found else None
 
     return stop

@@ -95,7 +95,7 @@ class LlamaServerEngine(RemoteEngine):
         body = {
             "prompt": prompt,
             "n_predict": request.max_tokens,
-            "stop": [fence],
+            "stop": ["\n" + fence],
             **_sampling(request.temperature, request.top_p, request.top_k, request.seed),
             **_cache_fields(),
         }

@@ -51,7 +51,7 @@ class OpenAIEngine(RemoteEngine):
         stop: StopRule,
         cancel: CancelToken | None,
     ) -> Generation:
-        body = {**self._body(prompt, request.max_tokens, request), "stop": [fence]}
+        body = {**self._body(prompt, request.max_tokens, request), "stop": ["\n" + fence]}
         return self._run(body, stop, cancel)
 
     def _body(

@@ -83,13 +83,16 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             self.close_connection = True
             openai = self.path.startswith("/v1/")
             try:
+                sent = ""
                 for n, piece in enumerate(fake.pieces[: max(1, body.get("n_predict", 99))]):
                     time.sleep(fake.delay_s)
-                    stop = next((s for s in body.get("stop", []) if s in piece), None)
-                    piece = piece if stop is None else piece[: piece.index(stop)]
+                    # the server honours `stop` over the text so far and ends with its last event
+                    cut = _first_stop(sent + piece, body.get("stop", []))
+                    piece = piece if cut is None else piece[: max(0, cut - len(sent))]
+                    sent += piece
                     self._event(_openai_event(piece, n) if openai else _llama_event(piece, n, fake))
-                    if stop is not None:
-                        break  # the server honours `stop` and ends with its last event
+                    if cut is not None:
+                        break
                 self._event(_openai_final() if openai else _llama_final(fake))
                 if openai:
                     self.wfile.write(b"data: [DONE]\n\n")
@@ -111,6 +114,11 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
     return Handler
+
+
+def _first_stop(text: str, stops: list[str]) -> int | None:
+    found = [text.index(s) for s in stops if s in text]
+    return min(found) if found else None
 
 
 def _timings(n: int) -> dict[str, Any]:
@@ -267,16 +275,17 @@ def test_each_document_keeps_the_slot_the_server_gave_it(fake: tuple[Fake, str])
 
 def test_refactor_uses_the_chat_prompt_on_completion(fake: tuple[Fake, str]) -> None:
     state, url = fake
-    state.pieces = ["def vol(w, h, d):\n", "    return w * h * d\n", "```", "junk"]
+    doc = '    """Volume: ```vol(1, 2, 3)``` is 6."""\n'  # backticks inside the code
+    state.pieces = ["def vol(w, h, d):\n", doc, "    return w * h * d\n```", "junk"]
     engine = llama(url)
     start = SOURCE.index("def volume")
     result = engine.refactor(
         RefactorRequest(text=SOURCE, start=start, end=len(SOURCE), instruction="rename to vol")
     )
-    assert result.new_text == "def vol(w, h, d):\n    return w * h * d\n"
+    assert result.new_text == "def vol(w, h, d):\n" + doc + "    return w * h * d\n"
     path, body, _ = [r for r in state.requests if r[1]][-1]
     assert path == "/completion"
-    assert body["prompt"].startswith("<|im_start|>system") and body["stop"] == ["```"]
+    assert body["prompt"].startswith("<|im_start|>system") and body["stop"] == ["\n```"]
 
 
 def test_warm_evaluates_without_generating(fake: tuple[Fake, str]) -> None:

@@ -14,6 +14,7 @@ from speculator.prompt import (
     build_fim,
     build_quick_fim,
     build_refactor,
+    fence_stop,
     prefix_window_start,
 )
 from speculator.types import Snippet
@@ -143,3 +144,24 @@ def test_a_refactor_prompt_closes_the_selection_the_way_the_model_closes_its_ans
     assert prompt.endswith("<|im_start|>assistant\n```python\n")
     partial = build_refactor("x = 1", "rename x to y", "python")[0]
     assert "```python\nx = 1\n```<|im_end|>" in partial
+
+
+def test_only_a_fence_that_starts_a_line_closes_a_refactor() -> None:
+    """Backticks inside the code are code: a string, a doc comment's example."""
+    stop = fence_stop(REFACTOR_FENCE)
+    code = 'acc.push_str("\\n```");\n/// ```rust\n/// let x = 1;\n/// ```\nfn f() {}\n'
+    indented_docstring = 'def f():\n    """Use it so:\n\n    ```\n    f()\n    ```\n    """\n'
+    assert stop(code) is None and stop(indented_docstring) is None
+    assert stop(code + "```") == len(code)
+    assert stop("```") == 0  # an empty answer
+
+
+def test_a_selection_with_its_own_fences_is_written_in_a_longer_one() -> None:
+    selection = 'GUIDE = """\n```python\nx = 1\n```\n"""\n'
+    prompt, fence = build_refactor(selection, "rename GUIDE to HELP", "python")
+    assert fence == "````"
+    assert f"````python\n{selection}````<|im_end|>" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n````python\n")
+    stop = fence_stop(fence)
+    assert stop(selection) is None
+    assert stop(selection + "````") == len(selection)
