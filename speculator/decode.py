@@ -26,6 +26,7 @@ import numpy as np
 from .controller import DRAFT_TOKEN_RATIO, MAX_VERIFY_ROWS, Controller
 from .drafters import Draft, Drafter
 from .types import Cancelled, CancelToken
+from .validate import refactor_cut_short, token_limit_reached
 
 if TYPE_CHECKING:
     from .session import Session
@@ -62,6 +63,7 @@ class DecodeOutcome:
         self.context_full = False  # stopped because the context had no room left
         self.looped = False  # stopped because the output repeated itself
         self.timed_out = False  # stopped by the time limit, at a new line
+        self.finished = False  # ended by the model: an end token, or the stop rule fired
 
     def count(self, drafter: str, drafted: int, accepted: int) -> None:
         d, a = self.per_drafter.get(drafter, (0, 0))
@@ -320,7 +322,10 @@ class Decoder:
             round_start = self.clock()
             x = forced if forced is not None else next_token(logits, self.params)
             forced = None
-            if self.is_end(x) or self._emit(x, out, pieces, stop):
+            if self.is_end(x):
+                out.finished = True
+                break
+            if self._emit(x, out, pieces, stop):
                 break
             if len(out.tokens) >= max_tokens:
                 break
@@ -374,6 +379,7 @@ class Decoder:
             out.looped = True
             return True
         if stop is not None and stop(_decode_text(pieces)) is not None:
+            out.finished = True
             return True
         if self.max_ms > 0 and b"\n" in piece and self._elapsed_ms() > self.max_ms:
             out.timed_out = True  # the new line is kept, as llama-server keeps it
@@ -498,6 +504,7 @@ class Decoder:
             if not ok:
                 return i, replacement, False
             if self.is_end(d):
+                out.finished = True
                 return i, None, True
             if self._emit(d, out, pieces, stop):
                 return i + 1, None, True
@@ -522,6 +529,19 @@ def refactor_budget(max_tokens: int, selection_tokens: int) -> int:
     more: a runaway (rewriting past the selection, a loop) stops there."""
     runaway = selection_tokens + max(REFACTOR_MARGIN_TOKENS, selection_tokens)
     return min(max(max_tokens, selection_tokens + 64), runaway)
+
+
+def unfinished_refactor(outcome: DecodeOutcome, budget: int, selection_tokens: int) -> str:
+    """The error for a rewrite the model did not end, saying why it stopped."""
+    if outcome.looped:
+        why = "the model kept repeating itself"
+    elif outcome.context_full:
+        why = "the context is full"
+    elif budget >= selection_tokens + max(REFACTOR_MARGIN_TOKENS, selection_tokens):
+        why = f"it ran past {budget} tokens for a {selection_tokens}-token selection"
+    else:
+        why = token_limit_reached(budget)
+    return refactor_cut_short(why)
 
 
 def repeating_tail(tokens: Sequence[int], prompt: Sequence[int] = ()) -> bool:

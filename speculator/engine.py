@@ -23,6 +23,7 @@ from .decode import (
     StopRule,
     allowance_for,
     refactor_budget,
+    unfinished_refactor,
 )
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter, common_prefix
 from .factory import ProgressCallback
@@ -58,6 +59,7 @@ from .types import (
     CompletionRequest,
     CompletionResult,
     ContextProvider,
+    EngineError,
     Progress,
     RefactorRequest,
     RefactorResult,
@@ -433,6 +435,7 @@ class SpeculativeEngine:
         stop = fence_stop(fence)
 
         selection_tokens = len(self.target.tokenize(selection))
+        budget = refactor_budget(request.max_tokens, selection_tokens)
         outcome = self._decode(
             logits,
             request.speculation,
@@ -440,12 +443,12 @@ class SpeculativeEngine:
             [],
             stop,
             cancel,
-            max_tokens=refactor_budget(request.max_tokens, selection_tokens),
+            max_tokens=budget,
             expected_tokens=selection_tokens,
             renames=rename_pairs(request.instruction, selection),
         )
-        if outcome.context_full:
-            log.warning("refactor stopped: the context (%d tokens) is full", self.session.n_ctx)
+        if not outcome.finished:
+            raise EngineError(unfinished_refactor(outcome, budget, selection_tokens))
         new_text = finish_refactor(outcome.text, selection)
         stats = self._stats(sync, outcome, started, request.speculation)
         return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)

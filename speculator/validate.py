@@ -31,3 +31,13 @@ def check_refactor(request: RefactorRequest) -> str:
     if not request.instruction.strip():
         raise EngineError("the refactor instruction is empty")
     return request.text[request.start : request.end]
+
+
+def token_limit_reached(limit: int) -> str:
+    return f"it reached its limit of {limit} tokens: raise maxTokens or select less"
+
+
+def refactor_cut_short(why: str) -> str:
+    """The error for a rewrite that stopped before the model ended it: half a
+    rewrite put in place of the selection would lose the rest of the code."""
+    return f"the rewrite stopped before its end ({why}); the selection is unchanged"

@@ -28,12 +28,13 @@ from ..types import (
     CompletionRequest,
     CompletionResult,
     ContextProvider,
+    EngineError,
     RefactorRequest,
     RefactorResult,
     Snippet,
     Stats,
 )
-from ..validate import check_completion, check_refactor
+from ..validate import check_completion, check_refactor, refactor_cut_short, token_limit_reached
 from .http import Transport
 
 log = logging.getLogger(__name__)
@@ -132,6 +133,7 @@ class Generation:
         self.counts = Counts()
         self.slot: int | None = None  # llama-server names it in its last event
         self.settings: dict[str, Any] = {}  # llama-server's generation_settings, idem
+        self.truncated = False  # the server stopped at its token limit, not where the model ended
 
     def __call__(self, event: dict[str, Any]) -> bool:
         piece, counts = self.read(event)
@@ -141,12 +143,20 @@ class Generation:
             self.slot = event["id_slot"]
         if isinstance(event.get("generation_settings"), dict):
             self.settings = event["generation_settings"]
+        self.truncated = self.truncated or _hit_token_limit(event)
         self.text += piece
         cut = self.stop(self.text)
         if cut is not None:
             self.text = self.text[:cut]
             return False  # enough: stop reading, which ends the server's work too
         return True
+
+
+def _hit_token_limit(event: dict[str, Any]) -> bool:
+    """llama-server's last event says `stop_type: limit`; OpenAI's `finish_reason: length`."""
+    choices = event.get("choices")
+    lengths = [c.get("finish_reason") == "length" for c in choices or [] if isinstance(c, dict)]
+    return event.get("stop_type") == "limit" or any(lengths)
 
 
 class SlotPins:
@@ -222,6 +232,8 @@ class RemoteEngine:
 
         generation = self.generate_refactor(request, prompt, fence, stop, cancel)
         self.learn(generation)
+        if generation.truncated:
+            raise EngineError(refactor_cut_short(token_limit_reached(request.max_tokens)))
         new_text = finish_refactor(generation.text, selection)
         stats = self._stats(generation, started)
         return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)

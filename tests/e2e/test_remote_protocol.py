@@ -24,7 +24,7 @@ from contract import STATS_KEYS
 from speculator.backends import load_remote
 from speculator.backends.llama_server import LlamaServerEngine
 from speculator.backends.openai import OpenAIEngine
-from speculator.config import EngineConfig
+from speculator.config import Backend, EngineConfig
 from speculator.factory import load_engine
 from speculator.types import (
     Cancelled,
@@ -84,7 +84,9 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
             openai = self.path.startswith("/v1/")
             try:
                 sent = ""
-                for n, piece in enumerate(fake.pieces[: max(1, body.get("n_predict", 99))]):
+                limit = max(1, body.get("n_predict", body.get("max_tokens", 99)))
+                stop_type = "limit" if len(fake.pieces) > limit else "eos"
+                for n, piece in enumerate(fake.pieces[:limit]):
                     time.sleep(fake.delay_s)
                     # the server honours `stop` over the text so far and ends with its last event
                     cut = _first_stop(sent + piece, body.get("stop", []))
@@ -92,8 +94,9 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                     sent += piece
                     self._event(_openai_event(piece, n) if openai else _llama_event(piece, n, fake))
                     if cut is not None:
+                        stop_type = "word"
                         break
-                self._event(_openai_final() if openai else _llama_final(fake))
+                self._event(_openai_final(stop_type) if openai else _llama_final(fake, stop_type))
                 if openai:
                     self.wfile.write(b"data: [DONE]\n\n")
             except (BrokenPipeError, ConnectionResetError):
@@ -143,11 +146,12 @@ def _llama_event(piece: str, n: int, fake: Fake) -> dict[str, Any]:
     }
 
 
-def _llama_final(fake: Fake) -> dict[str, Any]:
+def _llama_final(fake: Fake, stop_type: str) -> dict[str, Any]:
     settings = {"speculative.types": fake.speculative}
     return {
         "content": "",
         "stop": True,
+        "stop_type": stop_type,
         "id_slot": fake.slot,
         "tokens_evaluated": 42,
         "generation_settings": settings,
@@ -158,13 +162,14 @@ def _openai_event(piece: str, n: int) -> dict[str, Any]:
     return {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
 
 
-def _openai_final() -> dict[str, Any]:
+def _openai_final(stop_type: str) -> dict[str, Any]:
     usage = {
         "prompt_tokens": 50,
         "completion_tokens": 3,
         "prompt_tokens_details": {"cached_tokens": 48},
     }
-    return {"choices": [], "usage": usage}
+    reason = "length" if stop_type == "limit" else "stop"
+    return {"choices": [{"text": "", "index": 0, "finish_reason": reason}], "usage": usage}
 
 
 @pytest.fixture
@@ -286,6 +291,25 @@ def test_refactor_uses_the_chat_prompt_on_completion(fake: tuple[Fake, str]) -> 
     path, body, _ = [r for r in state.requests if r[1]][-1]
     assert path == "/completion"
     assert body["prompt"].startswith("<|im_start|>system") and body["stop"] == ["\n```"]
+
+
+@pytest.mark.parametrize("backend", ["llama-server", "openai"])
+def test_a_refactor_cut_at_the_token_limit_is_refused(
+    fake: tuple[Fake, str], backend: Backend
+) -> None:
+    """Half a rewrite would replace the whole selection: the user gets an error."""
+    state, url = fake
+    state.pieces = ["def vol(w, h, d):\n", "    return", " w * h * d\n", "```"]
+    url = url if backend == "llama-server" else url + "/v1"
+    engine = load_remote(EngineConfig(backend=backend, backend_url=url))
+    start = SOURCE.index("def volume")
+    request = RefactorRequest(
+        text=SOURCE, start=start, end=len(SOURCE), instruction="rename to vol", max_tokens=2
+    )
+    with pytest.raises(EngineError, match="limit of 2 tokens.*the selection is unchanged"):
+        engine.refactor(request)
+    request.max_tokens = 64
+    assert engine.refactor(request).new_text == "def vol(w, h, d):\n    return w * h * d\n"
 
 
 def test_warm_evaluates_without_generating(fake: tuple[Fake, str]) -> None:

@@ -20,7 +20,16 @@ from speculator.controller import (
     Controller,
     controllers_by_kind,
 )
-from speculator.decode import Decoder, LossGuard, SamplingParams, allowance_for, repeating_tail
+from speculator.decode import (
+    DecodeOutcome,
+    Decoder,
+    LossGuard,
+    SamplingParams,
+    StopRule,
+    allowance_for,
+    repeating_tail,
+    unfinished_refactor,
+)
 from speculator.drafters import Draft, DraftModelDrafter, PromptLookupDrafter
 
 VOCAB = 64
@@ -548,3 +557,49 @@ def test_without_a_new_line_the_time_limit_never_stops() -> None:
     decoder, target = _timed_decoder(truth, max_ms=1.0)
     out = decoder.run(target.first_logits(), max_tokens=64)
     assert not out.timed_out and out.tokens == truth[:-1]
+
+
+def _generate(
+    truth: list[int], drafters: list, max_tokens: int, stop: StopRule | None = None
+) -> DecodeOutcome:
+    clock = Clock()
+    target = ModelledTarget([5, 6, 7, 8], truth, clock)
+    decoder = Decoder(
+        target,  # type: ignore[arg-type]
+        token_bytes=lambda t: b" t%d" % t,
+        is_end=lambda t: t == END,
+        controller=Controller(priors=REFACTOR_PRIORS, max_draft=64),
+        drafters=drafters,
+        params=SamplingParams(),
+        clock=clock,
+    )
+    return decoder.run(target.first_logits(), max_tokens, stop)
+
+
+@pytest.mark.parametrize("drafting", [False, True])
+def test_only_an_end_token_or_the_stop_rule_finishes_a_generation(drafting: bool) -> None:
+    """A refactor applies its output only when the model finished it
+    (drafted, the end token arrives inside an accepted draft)."""
+    _, truth = _copying_truth(80)
+
+    def drafters() -> list:
+        return [PromptLookupDrafter([truth])] if drafting else []
+
+    def tenth_token(text: str) -> int | None:
+        return len(text) if text.count(" t") >= 10 else None
+
+    ended = _generate(truth, drafters(), 200)
+    assert ended.finished and ended.tokens == truth[:-1]
+    assert _generate(truth, drafters(), 200, tenth_token).finished
+    assert not _generate(truth, drafters(), 40).finished  # the token limit
+    looping = _generate([1, 2, 3] * 80 + [END], drafters(), 400)
+    assert looping.looped and not looping.finished
+
+
+def test_an_unfinished_refactor_says_why() -> None:
+    outcome = DecodeOutcome()
+    assert "limit of 300 tokens: raise maxTokens" in unfinished_refactor(outcome, 300, 200)
+    assert "ran past 512 tokens for a 256-token selection" in unfinished_refactor(outcome, 512, 256)
+    outcome.looped = True
+    message = unfinished_refactor(outcome, 512, 256)
+    assert "repeating itself" in message and message.endswith("the selection is unchanged")
