@@ -38,24 +38,27 @@ def test_a_failed_evaluation_keeps_only_the_cells_still_true(
     assert np.array_equal(after_failure, fresh)
 
 
-def test_a_full_context_keeps_the_generated_text() -> None:
+def test_a_full_context_stops_the_rewrite_with_a_clear_error() -> None:
+    """Half a rewrite would replace the whole selection: the user gets an error,
+    and the engine serves the next request."""
     from speculator.config import EngineConfig
 
     small = SpeculativeEngine.load(EngineConfig(n_ctx=640, use_draft=False))
     try:
         selection = CODE[:1200]
-        result = small.refactor(
-            RefactorRequest(
-                text=selection,
-                start=0,
-                end=len(selection),
-                instruction="Rename width to w and height to h.",
-                max_tokens=2000,
-                speculation="off",
-            )
+        request = RefactorRequest(
+            text=selection,
+            start=0,
+            end=len(selection),
+            instruction="Rename width to w and height to h.",
+            max_tokens=2000,
+            speculation="off",
         )
+        with pytest.raises(EngineError, match="the context is full.*the selection is unchanged"):
+            small.refactor(request)
+        short = CODE[: CODE.index("def area_1")]
+        request.text, request.end = short, len(short)
+        result = small.refactor(request)
     finally:
         small.close()
-    assert result.stats.generated_tokens > 0
-    assert result.new_text.strip()
-    assert result.stats.prompt_tokens + result.stats.generated_tokens >= 640 - 2
+    assert result.new_text.startswith("def area_0(w, h):")
