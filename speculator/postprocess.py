@@ -11,6 +11,8 @@ Rules (the most common complaints about completion tools):
 
 from __future__ import annotations
 
+import re
+
 from .grounding import Grounding
 
 OPENERS = {"(": ")", "[": "]", "{": "}"}
@@ -129,8 +131,8 @@ def finish_completion(completion: str, multiline: bool) -> str:
 
 
 def finish_refactor(output: str, selection: str) -> str:
-    """Keep the selection's trailing newline and its indentation."""
-    code = output.rstrip("\n").rstrip()
+    """Keep the selection's trailing newline, its line endings and its indentation."""
+    code = output.rstrip()
     if code.startswith("\n"):
         code = code[1:]
     want = _common_indent(selection)
@@ -139,7 +141,13 @@ def finish_refactor(output: str, selection: str) -> str:
         code = "\n".join((want[len(have) :] + ln) if ln.strip() else ln for ln in code.split("\n"))
     if selection.endswith("\n"):
         code += "\n"
+    if _uses_crlf(selection):  # the model may write some lines with "\n" alone
+        code = re.sub(r"\r?\n", "\r\n", code)
     return code
+
+
+def _uses_crlf(text: str) -> bool:
+    return "\r\n" in text and text.count("\n") == text.count("\r\n")
 
 
 def _common_indent(code: str) -> str:

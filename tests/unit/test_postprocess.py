@@ -71,6 +71,14 @@ def test_multiline_decision_from_the_syntax() -> None:
     assert not is_multiline(code, code.index("a b") + 1, g)  # inside a string
 
 
+def test_refactor_keeps_the_selections_crlf_line_endings() -> None:
+    """A model that ends some lines with "\n" alone must not mix them into a CRLF file."""
+    selection = "def f(item):\r\n    return item\r\n"
+    written = "def f(value):\r\n    return value\n"
+    assert finish_refactor(written, selection) == "def f(value):\r\n    return value\r\n"
+    assert finish_refactor("x = 1\ny = 2\n", "a = 1\nb = 2\n") == "x = 1\ny = 2\n"
+
+
 def test_refactor_keeps_indentation_and_trailing_newline() -> None:
     selection = "    def f(self):\n        return 1\n"
     assert (
