@@ -66,7 +66,7 @@ from .types import (
     Speculation,
     Stats,
 )
-from .validate import check_completion, check_refactor, check_text
+from .validate import check_completion, check_refactor, check_rewrite_fits, check_text
 
 log = logging.getLogger(__name__)
 
@@ -429,12 +429,12 @@ class SpeculativeEngine:
         selection = check_refactor(request)
         prompt, fence = build_refactor(selection, request.instruction, request.language_id)
         tokens = self.target.tokenize(prompt, special=True)
+        selection_tokens = len(self.target.tokenize(selection))
+        check_rewrite_fits(len(tokens), selection_tokens, self.session.n_ctx)
         # Its own slot: a refactor never evicts the document's completion KV.
         self._enter_slot(("refactor", request.path or ""), [tokens])
         sync, logits = self.session.sync([tokens], cancel=cancel)
         stop = fence_stop(fence)
-
-        selection_tokens = len(self.target.tokenize(selection))
         budget = refactor_budget(request.max_tokens, selection_tokens)
         outcome = self._decode(
             logits,

@@ -33,6 +33,18 @@ def check_refactor(request: RefactorRequest) -> str:
     return request.text[request.start : request.end]
 
 
+def check_rewrite_fits(prompt_tokens: int, selection_tokens: int, n_ctx: int) -> None:
+    """Refuse at once a refactor whose rewrite cannot fit the context beside its
+    prompt (which holds the selection once already), rather than after minutes
+    of decoding."""
+    if prompt_tokens + selection_tokens >= n_ctx:
+        raise EngineError(
+            f"the selection is too long to rewrite: its prompt is {prompt_tokens} tokens and "
+            f"the rewrite about {selection_tokens} more, over the context of {n_ctx}; "
+            "select less, or raise the context size (GROUNDSPEC_N_CTX)"
+        )
+
+
 def token_limit_reached(limit: int) -> str:
     return f"it reached its limit of {limit} tokens: raise maxTokens or select less"
 

@@ -38,27 +38,33 @@ def test_a_failed_evaluation_keeps_only_the_cells_still_true(
     assert np.array_equal(after_failure, fresh)
 
 
-def test_a_full_context_stops_the_rewrite_with_a_clear_error() -> None:
-    """Half a rewrite would replace the whole selection: the user gets an error,
-    and the engine serves the next request."""
+def test_a_rewrite_that_cannot_fit_the_context_is_refused_with_a_clear_error() -> None:
+    """Half a rewrite would replace the whole selection: the user gets an error
+    (at once when even a copy of the selection cannot fit), and the engine
+    serves the next request."""
     from speculator.config import EngineConfig
 
-    small = SpeculativeEngine.load(EngineConfig(n_ctx=640, use_draft=False))
+    small = SpeculativeEngine.load(EngineConfig(n_ctx=320, use_draft=False))
     try:
-        selection = CODE[:1200]
-        request = RefactorRequest(
-            text=selection,
+        long = CODE[:1200]
+        rename = RefactorRequest(
+            text=long,
             start=0,
-            end=len(selection),
+            end=len(long),
             instruction="Rename width to w and height to h.",
-            max_tokens=2000,
             speculation="off",
         )
-        with pytest.raises(EngineError, match="the context is full.*the selection is unchanged"):
-            small.refactor(request)
+        with pytest.raises(EngineError, match="too long to rewrite.*context of 320"):
+            small.refactor(rename)
         short = CODE[: CODE.index("def area_1")]
-        request.text, request.end = short, len(short)
-        result = small.refactor(request)
+        examples = (
+            "Add a docstring with twenty doctest examples, one for each integer from 1 to 20."
+        )
+        grows = RefactorRequest(text=short, start=0, end=len(short), instruction=examples)
+        with pytest.raises(EngineError, match="the context is full.*the selection is unchanged"):
+            small.refactor(grows)
+        rename.text, rename.end = short, len(short)
+        result = small.refactor(rename)
     finally:
         small.close()
     assert result.new_text.startswith("def area_0(w, h):")
