@@ -30,7 +30,13 @@ from .factory import ProgressCallback
 from .grounding import Grounding, similar_siblings
 from .instructions import rename_pairs
 from .models import Model, check_same_vocab, resolve_path
-from .postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
+from .postprocess import (
+    CompletionStop,
+    dedented_selection,
+    finish_completion,
+    finish_refactor,
+    is_multiline,
+)
 from .prompt import (
     PREFIX_BUDGET_CHARS,
     FimPrompt,
@@ -427,9 +433,10 @@ class SpeculativeEngine:
     ) -> RefactorResult:
         started = time.perf_counter()
         selection = check_refactor(request)
-        prompt, fence = build_refactor(selection, request.instruction, request.language_id)
+        code, lead = dedented_selection(request.text, request.start, request.end)
+        prompt, fence = build_refactor(code, request.instruction, request.language_id)
         tokens = self.target.tokenize(prompt, special=True)
-        selection_tokens = len(self.target.tokenize(selection))
+        selection_tokens = len(self.target.tokenize(code))
         check_rewrite_fits(len(tokens), selection_tokens, self.session.n_ctx)
         # Its own slot: a refactor never evicts the document's completion KV.
         self._enter_slot(("refactor", request.path or ""), [tokens])
@@ -449,7 +456,7 @@ class SpeculativeEngine:
         )
         if not outcome.finished:
             raise EngineError(unfinished_refactor(outcome, budget, selection_tokens))
-        new_text = finish_refactor(outcome.text, selection)
+        new_text = finish_refactor(outcome.text, selection, lead)
         stats = self._stats(sync, outcome, started, request.speculation)
         return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
 

@@ -12,6 +12,7 @@ Rules (the most common complaints about completion tools):
 from __future__ import annotations
 
 import re
+import textwrap
 
 from .grounding import Grounding
 
@@ -130,15 +131,32 @@ def finish_completion(completion: str, multiline: bool) -> str:
     return completion.rstrip() if not multiline else completion
 
 
-def finish_refactor(output: str, selection: str) -> str:
-    """Keep the selection's trailing newline, its line endings and its indentation."""
+def dedented_selection(text: str, start: int, end: int) -> tuple[str, str]:
+    """(the selection as a refactor's prompt shows it, its lead).
+
+    The lead is the whitespace before the selection on its first line when
+    nothing else is there (a selection made from a `def` keyword): shown with
+    it, the first line is indented like the rest. The code is then dedented,
+    so a method reads as a function: shown indented, the model would make up
+    a class around it or give its body the wrong depth."""
+    lead = text[text.rfind("\n", 0, start) + 1 : start]
+    lead = "" if lead.strip() else lead
+    return textwrap.dedent(lead + text[start:end]), lead
+
+
+def finish_refactor(output: str, selection: str, lead: str = "") -> str:
+    """Give the rewrite the selection's indentation (`lead` + `selection`, less
+    the lead, which the edit does not replace), its trailing newline and its
+    line endings."""
     code = output.rstrip()
     if code.startswith("\n"):
         code = code[1:]
-    want = _common_indent(selection)
+    want = _common_indent(lead + selection)
     have = _common_indent(code)
     if len(want) > len(have):
         code = "\n".join((want[len(have) :] + ln) if ln.strip() else ln for ln in code.split("\n"))
+    if code.startswith(lead):
+        code = code[len(lead) :]
     if selection.endswith("\n"):
         code += "\n"
     if _uses_crlf(selection):  # the model may write some lines with "\n" alone

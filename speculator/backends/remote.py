@@ -19,7 +19,13 @@ from typing import Any
 import msgspec
 
 from ..grounding import Grounding, similar_siblings
-from ..postprocess import CompletionStop, finish_completion, finish_refactor, is_multiline
+from ..postprocess import (
+    CompletionStop,
+    dedented_selection,
+    finish_completion,
+    finish_refactor,
+    is_multiline,
+)
 from ..prompt import SNIPPET_BUDGET_CHARS, FimPrompt, build_fim, build_refactor, fence_stop
 from ..recent import remember
 from ..totals import Totals
@@ -227,14 +233,15 @@ class RemoteEngine:
     ) -> RefactorResult:
         started = time.perf_counter()
         selection = check_refactor(request)
-        prompt, fence = build_refactor(selection, request.instruction, request.language_id)
+        code, lead = dedented_selection(request.text, request.start, request.end)
+        prompt, fence = build_refactor(code, request.instruction, request.language_id)
         stop = fence_stop(fence)
 
         generation = self.generate_refactor(request, prompt, fence, stop, cancel)
         self.learn(generation)
         if generation.truncated:
             raise EngineError(refactor_cut_short(token_limit_reached(request.max_tokens)))
-        new_text = finish_refactor(generation.text, selection)
+        new_text = finish_refactor(generation.text, selection, lead)
         stats = self._stats(generation, started)
         return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
 

@@ -1,5 +1,10 @@
 from speculator.grounding import Grounding
-from speculator.postprocess import CompletionStop, finish_refactor, is_multiline
+from speculator.postprocess import (
+    CompletionStop,
+    dedented_selection,
+    finish_refactor,
+    is_multiline,
+)
 
 
 def _stop(text: str, cursor: int, multiline: bool) -> CompletionStop:
@@ -69,6 +74,34 @@ def test_multiline_decision_from_the_syntax() -> None:
     assert is_multiline(code, len("def f(x):"), g)  # after a block opener
     assert not is_multiline(code, code.index("return") + 3, g)  # mid-statement
     assert not is_multiline(code, code.index("a b") + 1, g)  # inside a string
+
+
+CLASS = "class Box:\n    def area(self):\n        return self.w * self.h\n"
+
+
+def test_a_method_is_shown_to_the_model_as_a_function_and_indented_back() -> None:
+    """Shown indented, the model wraps a method in a made-up class."""
+    start = CLASS.index("    def area")
+    code, lead = dedented_selection(CLASS, start, len(CLASS))
+    assert (code, lead) == ("def area(self):\n    return self.w * self.h\n", "")
+    written = "def area(self):\n    return self.h * self.w\n"
+    assert finish_refactor(written, CLASS[start:], lead) == (
+        "    def area(self):\n        return self.h * self.w\n"
+    )
+
+
+def test_a_selection_from_the_def_keyword_keeps_the_body_at_its_depth() -> None:
+    """The editor's selection starts after the indentation: the first line is
+    shown with it, and the edit does not repeat it."""
+    start = CLASS.index("def area")
+    end = CLASS.index("self.h") + len("self.h")
+    code, lead = dedented_selection(CLASS, start, end)
+    assert (code, lead) == ("def area(self):\n    return self.w * self.h", "    ")
+    written = "def area(self):\n    return self.h * self.w\n"
+    new_text = finish_refactor(written, CLASS[start:end], lead)
+    assert new_text == "def area(self):\n        return self.h * self.w"
+    middle = CLASS.index("self.w")  # mid-line: no lead, nothing to dedent
+    assert dedented_selection(CLASS, middle, end) == ("self.w * self.h", "")
 
 
 def test_refactor_keeps_the_selections_crlf_line_endings() -> None:
