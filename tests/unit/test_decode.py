@@ -372,16 +372,7 @@ def test_the_cost_of_looking_for_drafts_counts_as_a_loss() -> None:
     plain, plain_ms, _ = _decode(truth, [])
     trusting = Controller(max_draft=64, priors={"lookup:aligned": 0.995})
     clock = Clock()
-    target = ModelledTarget([5, 6, 7, 8], truth, clock)
-    decoder = Decoder(
-        target,  # type: ignore[arg-type]
-        token_bytes=lambda t: b" t%d" % t,
-        is_end=lambda t: t == END,
-        controller=trusting,
-        drafters=[SlowDrafter(clock, truth)],
-        params=SamplingParams(),
-        clock=clock,
-    )
+    decoder, target = _decoder(truth, [SlowDrafter(clock, truth)], trusting, clock)
     out = decoder.run(target.first_logits(), 300, expected_tokens=200)
     assert out.tokens == plain
     assert clock.now * 1000 <= plain_ms * (1 + LossGuard.ALLOWANCE) + 12 * _curve(1)
@@ -559,20 +550,31 @@ def test_without_a_new_line_the_time_limit_never_stops() -> None:
     assert not out.timed_out and out.tokens == truth[:-1]
 
 
-def _generate(
-    truth: list[int], drafters: list, max_tokens: int, stop: StopRule | None = None
-) -> DecodeOutcome:
-    clock = Clock()
+def _decoder(
+    truth: list[int],
+    drafters: list,
+    controller: Controller | None = None,
+    clock: Clock | None = None,
+) -> tuple[Decoder, ModelledTarget]:
+    """A decoder over a modelled target whose greedy output is `truth`."""
+    clock = clock or Clock()
     target = ModelledTarget([5, 6, 7, 8], truth, clock)
     decoder = Decoder(
         target,  # type: ignore[arg-type]
         token_bytes=lambda t: b" t%d" % t,
         is_end=lambda t: t == END,
-        controller=Controller(priors=REFACTOR_PRIORS, max_draft=64),
+        controller=controller or Controller(priors=REFACTOR_PRIORS, max_draft=64),
         drafters=drafters,
         params=SamplingParams(),
         clock=clock,
     )
+    return decoder, target
+
+
+def _generate(
+    truth: list[int], drafters: list, max_tokens: int, stop: StopRule | None = None
+) -> DecodeOutcome:
+    decoder, target = _decoder(truth, drafters)
     return decoder.run(target.first_logits(), max_tokens, stop)
 
 
