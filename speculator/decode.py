@@ -527,8 +527,11 @@ REFACTOR_MARGIN_TOKENS = 256
 def refactor_budget(max_tokens: int, selection_tokens: int) -> int:
     """Room for the selection rewritten plus what an instruction adds, and no
     more: a runaway (rewriting past the selection, a loop) stops there."""
-    runaway = selection_tokens + max(REFACTOR_MARGIN_TOKENS, selection_tokens)
-    return min(max(max_tokens, selection_tokens + 64), runaway)
+    return min(max(max_tokens, selection_tokens + 64), runaway_bound(selection_tokens))
+
+
+def runaway_bound(selection_tokens: int) -> int:
+    return selection_tokens + max(REFACTOR_MARGIN_TOKENS, selection_tokens)
 
 
 def unfinished_refactor(outcome: DecodeOutcome, budget: int, selection_tokens: int) -> str:
@@ -537,7 +540,7 @@ def unfinished_refactor(outcome: DecodeOutcome, budget: int, selection_tokens: i
         why = "the model kept repeating itself"
     elif outcome.context_full:
         why = "the context is full"
-    elif budget >= selection_tokens + max(REFACTOR_MARGIN_TOKENS, selection_tokens):
+    elif budget >= runaway_bound(selection_tokens):
         why = f"it ran past {budget} tokens for a {selection_tokens}-token selection"
     else:
         why = token_limit_reached(budget)
