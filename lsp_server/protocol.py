@@ -54,14 +54,22 @@ STALL_S = 0.3  # an incomplete body this long idle may have a wrong length
 
 def make_converter() -> cattrs.Converter:
     """lsprotocol's converter, keeping custom methods' params as plain JSON data
-    (pygls' default turns them into namedtuples)."""
+    (pygls' default turns them into namedtuples), and strict about strings."""
     converter = converters.get_converter()
+    converter.register_structure_hook(str, _strict_str)
     for cls in (JsonRPCRequestMessage, JsonRPCResponseMessage, JsonRPCNotification):
         names = [field.name for field in attrs.fields(cls)]
         converter.register_structure_hook(
             cls, lambda obj, cls, names=names: cls(**{name: obj.get(name) for name in names})
         )
     return converter
+
+
+def _strict_str(value: Any, _: type) -> str:
+    # cattrs calls str() on anything: a null `text` in didChange became "None" in the document.
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return value
 
 
 @cache

@@ -141,3 +141,21 @@ def test_broken_responses_from_the_client_are_dropped(server: RawServer) -> None
         server.send({"jsonrpc": "2.0", "id": msg_id, "result": {"x": 1}})
         server.send({"jsonrpc": "2.0", "id": msg_id, "error": {"code": "bad"}})
     assert "result" in server.call("groundspec/stats", {})
+
+
+def test_a_change_whose_text_is_not_a_string_is_dropped(server: RawServer) -> None:
+    """A null or numeric `text` used to be inserted as "None" or "42"."""
+    open_probe(server, "ab\n")
+    for version, text in enumerate([None, 42, ["x"]], start=2):
+        changes = [{"range": HERE, "text": text}]
+        params = {"textDocument": {"uri": URI, "version": version}, "contentChanges": changes}
+        server.notify("textDocument/didChange", params)
+        server.notify(
+            "textDocument/didChange",
+            {"textDocument": {"uri": URI, "version": version}, "contentChanges": [{"text": text}]},
+        )
+    assert document(server) == {"uri": URI, "version": 1, "text": "ab\n"}
+    item = {"uri": "file:///null.py", "languageId": "python", "version": 1, "text": None}
+    server.notify("textDocument/didOpen", {"textDocument": item})
+    reply = server.call("groundspec/debug/document", {"uri": "file:///null.py"})
+    assert "unknown document" in reply["error"]["message"]
