@@ -227,7 +227,10 @@ def read_source(path_text: str) -> str:
         raise UsageError(f"no such file: {path_text}")
     if not path.is_file():
         raise UsageError(f"not a file: {path_text}")
-    data = path.read_bytes()
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UsageError(f"cannot read {path_text}: {exc.strerror or exc}") from None
     if not data.strip():
         raise UsageError(f"{path_text} is empty")
     if len(data) > MAX_FILE_BYTES:

@@ -84,6 +84,13 @@ def test_empty_and_binary_files(tmp_path: Path) -> None:
     assert_clean_error(groundspec("complete", f"{binary}:1:1", "--fake"), "looks binary")
 
 
+@pytest.mark.skipif(not Path("/proc/self/mem").is_file(), reason="Linux /proc")
+def test_a_file_that_cannot_be_read() -> None:
+    # A regular file whose read fails (EIO), even for root, like a file without read permission.
+    proc = groundspec("complete", "/proc/self/mem:1:1", "--fake")
+    assert_clean_error(proc, "cannot read /proc/self/mem")
+
+
 def test_inverted_line_range(source: Path) -> None:
     proc = groundspec("refactor", str(source), "--lines", "2-1", "--instruction", "x", "--fake")
     assert_clean_error(proc, "invalid line range")
