@@ -246,7 +246,7 @@ def read_source(path_text: str) -> str:
 def parse_location(location: str) -> tuple[str, int, int]:
     """PATH:LINE:COL, 1-based; PATH may itself contain colons."""
     parts = location.rsplit(":", 2)
-    if len(parts) != 3 or not parts[1].isdigit() or not parts[2].isdigit():
+    if len(parts) != 3 or not _is_number(parts[1]) or not _is_number(parts[2]):
         raise UsageError(f"expected PATH:LINE:COL with numbers, got {location!r}")
     line, col = int(parts[1]), int(parts[2])
     if line < 1 or col < 1:
@@ -270,7 +270,7 @@ def line_range(text: str, spec: str) -> tuple[int, int]:
     a_text, sep, b_text = spec.partition("-")
     if not sep:
         b_text = a_text
-    if not a_text.isdigit() or not b_text.isdigit():
+    if not _is_number(a_text) or not _is_number(b_text):
         raise UsageError(f"--lines expects A-B with numbers, got {spec!r}")
     a, b = int(a_text), int(b_text)
     index = LineIndex(text)
@@ -280,6 +280,11 @@ def line_range(text: str, spec: str) -> tuple[int, int]:
         raise UsageError(f"line {b} is past the end of the file ({index.line_count} lines)")
     end = index.starts[b] if b < index.line_count else len(text)
     return index.starts[a - 1], end
+
+
+def _is_number(text: str) -> bool:
+    """Plain digits 0-9 (str.isdigit also takes "²", which int() refuses)."""
+    return text.isascii() and text.isdigit()
 
 
 def run_complete(args: argparse.Namespace) -> int:

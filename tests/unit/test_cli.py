@@ -73,6 +73,10 @@ def test_bad_line_and_column(source: Path) -> None:
     )
     assert_clean_error(groundspec("complete", f"{source}:1:99", "--fake"), "past the end of line 1")
     assert_clean_error(groundspec("complete", f"{source}:x:1", "--fake"), "PATH:LINE:COL")
+    # "²".isdigit() is true, but int("²") fails
+    assert_clean_error(groundspec("complete", f"{source}:²:1", "--fake"), "PATH:LINE:COL")
+    proc = groundspec("refactor", str(source), "--lines", "1-²", "--instruction", "x", "--fake")
+    assert_clean_error(proc, "--lines expects A-B")
 
 
 def test_empty_and_binary_files(tmp_path: Path) -> None:
