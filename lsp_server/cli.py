@@ -287,12 +287,19 @@ def _is_number(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
+def check_request_flags(args: argparse.Namespace) -> None:
+    """The limits groundspec/complete and groundspec/refactor put on the same fields."""
+    if args.max_tokens < 1:
+        raise UsageError("--max-tokens must be at least 1")
+    if not 0.0 <= args.temperature <= 2.0:  # NaN fails too
+        raise UsageError(f"--temperature must be between 0 and 2, got {args.temperature}")
+
+
 def run_complete(args: argparse.Namespace) -> int:
     path, line, col = parse_location(args.location)
     text = read_source(path)
     cursor = cursor_offset(text, line, col)
-    if args.max_tokens < 1:
-        raise UsageError("--max-tokens must be at least 1")
+    check_request_flags(args)
     engine = load(args, needs_draft=args.speculation in ("draft", "both", "auto"))
     request = CompletionRequest(
         text=text,
@@ -316,6 +323,7 @@ def run_refactor(args: argparse.Namespace) -> int:
     start, end = line_range(text, args.lines)
     if not args.instruction.strip():
         raise UsageError("--instruction is empty")
+    check_request_flags(args)
     engine = load(args, needs_draft=args.speculation in ("draft", "both", "auto"))
     request = RefactorRequest(
         text=text,

@@ -100,6 +100,26 @@ def test_inverted_line_range(source: Path) -> None:
     assert_clean_error(proc, "invalid line range")
 
 
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        (["--max-tokens", "0"], "--max-tokens must be at least 1"),
+        (["--max-tokens", "-1"], "--max-tokens must be at least 1"),
+        (["--temperature", "-1"], "--temperature must be between 0 and 2"),
+        (["--temperature", "9"], "--temperature must be between 0 and 2"),
+        (["--temperature", "nan"], "--temperature must be between 0 and 2"),
+    ],
+)
+def test_bad_request_flags_are_refused_before_the_models_load(
+    source: Path, flags: list[str], words: str
+) -> None:
+    assert_clean_error(groundspec("complete", f"{source}:1:1", *flags, "--fake"), words)
+    proc = groundspec(
+        "refactor", str(source), "--lines", "1-2", "--instruction", "x", *flags, "--fake"
+    )
+    assert_clean_error(proc, words)
+
+
 def test_missing_model_file(source: Path, tmp_path: Path) -> None:
     proc = groundspec(
         "complete", f"{source}:2:5", "--target-model", str(tmp_path / "none.gguf"), "--no-draft"
