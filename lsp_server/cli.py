@@ -238,7 +238,7 @@ def read_source(path_text: str) -> str:
     if b"\x00" in data[:8192]:
         raise UsageError(f"{path_text} looks binary")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # editors do not show or count a BOM
     except UnicodeDecodeError:
         raise UsageError(f"{path_text} is not UTF-8 text") from None
 

@@ -95,6 +95,18 @@ def test_a_file_that_cannot_be_read() -> None:
     assert_clean_error(proc, "cannot read /proc/self/mem")
 
 
+def test_a_byte_order_mark_is_not_part_of_the_text(tmp_path: Path) -> None:
+    """Editors do not count the BOM in columns, nor show it in a selection."""
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbfx = 1\ny = 2\n")
+    assert_clean_error(groundspec("complete", f"{bom}:1:7", "--fake"), "past the end of line 1")
+    proc = groundspec(
+        "refactor", str(bom), "--lines", "1-1", "--instruction", "x", "--json", "--fake"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["newText"] == "# x\nx = 1\n"
+
+
 def test_inverted_line_range(source: Path) -> None:
     proc = groundspec("refactor", str(source), "--lines", "2-1", "--instruction", "x", "--fake")
     assert_clean_error(proc, "invalid line range")
