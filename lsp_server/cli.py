@@ -274,10 +274,13 @@ def line_range(text: str, spec: str) -> tuple[int, int]:
         raise UsageError(f"--lines expects A-B with numbers, got {spec!r}")
     a, b = int(a_text), int(b_text)
     index = LineIndex(text)
+    # The empty rest after a final line break is no line to select (as wc -l counts).
+    ends_with_break = len(text) > 0 and index.line_start(index.line_count - 1) == len(text)
+    lines = index.line_count - 1 if ends_with_break else index.line_count
     if a < 1 or b < a:
         raise UsageError(f"invalid line range {spec}: it must be 1-based with A <= B")
-    if b > index.line_count:
-        raise UsageError(f"line {b} is past the end of the file ({index.line_count} lines)")
+    if b > lines:
+        raise UsageError(f"line {b} is past the end of the file ({lines} lines)")
     end = index.starts[b] if b < index.line_count else len(text)
     return index.starts[a - 1], end
 

@@ -112,6 +112,16 @@ def test_inverted_line_range(source: Path) -> None:
     assert_clean_error(proc, "invalid line range")
 
 
+def test_line_range_past_the_last_line(source: Path) -> None:
+    """The file has two lines: the empty rest after its final line break is not a third."""
+    proc = groundspec("refactor", str(source), "--lines", "3", "--instruction", "x", "--fake")
+    assert_clean_error(proc, "line 3 is past the end of the file (2 lines)")
+    proc = groundspec("refactor", str(source), "--lines", "1-9", "--instruction", "x", "--fake")
+    assert_clean_error(proc, "line 9 is past the end of the file (2 lines)")
+    assert line_range("a\nb", "2") == (2, 3)
+    assert line_range("a\r\nb\r\n", "2") == (3, 6)
+
+
 @pytest.mark.parametrize(
     "flags, words",
     [
