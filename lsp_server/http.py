@@ -295,7 +295,9 @@ class FrontDoor:
                     send = _choice_sender(stream, index, envelope | ident)
                     if body.echo:
                         await send(prompt, 0, 0)
-                if previous is not None and completion.temperature == 0.0:
+                if max_tokens == 0:  # nothing to predict, as /infill's n_predict 0
+                    result = CompletionResult(text="", stats=Stats())
+                elif previous is not None and completion.temperature == 0.0:
                     result = previous  # greedy: every sample is the same text
                     if send is not None and result.text:
                         await send(wire.finish(result.text, body.stops(), 0, 0, 0).content, 0, 0)
@@ -308,6 +310,8 @@ class FrontDoor:
                 done = wire.finish(
                     result.text, body.stops(), 0, max_tokens, generated, timed_out=result.timed_out
                 )
+                if max_tokens == 0:
+                    done = wire.Finish(content="", stop_type="limit")  # stopped by the limit
                 choice = {
                     "text": prompt + done.content if body.echo else done.content,
                     "index": index,

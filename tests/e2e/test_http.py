@@ -340,6 +340,23 @@ async def test_openai_completion_with_suffix_is_fim(client: openai.AsyncOpenAI) 
     assert result.usage.total_tokens == result.usage.prompt_tokens + 5
 
 
+async def test_openai_completion_of_zero_tokens_predicts_nothing(
+    client: openai.AsyncOpenAI,
+) -> None:
+    """max_tokens 0 with echo asks for the prompt alone (as /infill's n_predict 0)."""
+    result = await client.completions.create(
+        model="groundspec", prompt="x = ", max_tokens=0, echo=True
+    )
+    assert [(c.text, c.finish_reason) for c in result.choices] == [("x = ", "length")]
+    assert result.usage is not None and result.usage.completion_tokens == 0
+    stream = await client.completions.create(
+        model="groundspec", prompt="x = ", max_tokens=0, stream=True
+    )
+    chunks = [chunk async for chunk in stream]
+    assert "".join(c.text for chunk in chunks for c in chunk.choices) == ""
+    assert chunks[-1].choices[0].finish_reason == "length"
+
+
 async def test_openai_completion_n_and_several_prompts(client: openai.AsyncOpenAI) -> None:
     result = await client.completions.create(
         model="groundspec", prompt=["a = ", "b = "], max_tokens=64, n=2
