@@ -42,6 +42,7 @@ from speculator.types import (
 )
 
 from . import http_wire as wire
+from .documents import text_problem
 from .http_slots import SlotRouter
 from .logs import request_id, setup_logging
 from .options import ServerOptions, StartupConfig
@@ -213,6 +214,7 @@ class FrontDoor:
             slot=self.slots.route(client, text, body.filename),
             max_predict_ms=max(0.0, body.t_max_predict_ms or 0.0),
         )
+        self._check_text(text)
         n_indent = body.n_indent if isinstance(body, wire.InfillBody) else 0
         stops = body.stop or []
         stream = await start_stream(request) if body.stream else None
@@ -277,6 +279,8 @@ class FrontDoor:
         language = body.language or (
             wire.language_id_for_path(body.filename) if body.filename else "plaintext"
         )
+        for prompt in prompts:
+            self._check_text(prompt + (body.suffix or ""))
         envelope = wire.openai_envelope("text_completion", wire.new_id("cmpl"), self.model_name)
         ident = {"id": envelope.pop("id")}  # llama-server's order: usage, id, timings
         stream = await start_stream(request) if body.stream else None
@@ -339,6 +343,7 @@ class FrontDoor:
         """Instruction edits on a selection (llama.vim, llama.vscode), via refactor."""
         body = wire.decode(await request.read(), wire.ChatBody)
         ask = wire.edit_ask(body.messages)
+        self._check_text(ask.text)
         options = self.options()
         max_tokens = (
             options.refactor_max_tokens
@@ -468,6 +473,12 @@ class FrontDoor:
         if send is None:
             return await self._complete(completion, client, extra)
         return await self._streamed(completion, client, extra, stops, n_indent, send)
+
+    def _check_text(self, text: str) -> None:
+        """Refuse (400) what groundspec/complete refuses: text over maxDocumentChars or
+        with NUL bytes; before any stream starts or the engine is waited for."""
+        if (problem := text_problem(text, self.options().max_document_chars)) is not None:
+            raise wire.BadRequest(problem)
 
     def _max_tokens(self, asked: int | None) -> int:
         if asked is None or asked < 0:

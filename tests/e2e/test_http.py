@@ -448,6 +448,41 @@ async def test_huge_body_is_refused_with_413(server: Served, http: aiohttp.Clien
     assert "too large" in json.loads(body)["error"]["message"]
 
 
+TOO_LONG = "x" * 2_000_001  # over maxDocumentChars (2,000,000), under the 8 MiB body limit
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/infill", {"input_prefix": "a = 1\x00\n", "n_predict": 8}),
+        ("/infill", {"input_prefix": TOO_LONG, "n_predict": 8}),
+        ("/completion", {"prompt": "a = 1\x00\n"}),
+        ("/completion", {"prompt": TOO_LONG}),
+        ("/v1/completions", {"prompt": ["ok", "a = 1\x00\n"]}),
+        ("/v1/completions", {"prompt": "a = 1", "suffix": TOO_LONG}),
+        (
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": "Fix\n```\n\x00\n```"}]},
+        ),
+        (
+            "/v1/chat/completions",
+            {"messages": [{"role": "user", "content": f"Fix\n```\n{TOO_LONG}\n```"}]},
+        ),
+    ],
+)
+async def test_binary_or_huge_text_is_refused_with_a_400_as_json_rpc_does(
+    server: Served, http: aiohttp.ClientSession, path: str, body: dict[str, Any], stream: bool
+) -> None:
+    """groundspec/complete refuses text with NUL bytes or over maxDocumentChars; HTTP
+    took it (a streamed request got a 200 and, from a real engine, an error event)."""
+    status, raw = await post(http, server.url + path, body | {"stream": stream})
+    assert status == 400, raw[:200]
+    error = json.loads(raw)["error"]
+    assert error["code"] == 400 and error["type"] == "invalid_request_error"
+    assert "binary" in error["message"] or "too large" in error["message"]
+
+
 async def test_unknown_path_and_method(server: Served, http: aiohttp.ClientSession) -> None:
     async with http.get(server.url + "/nope") as response:
         assert response.status == 404
