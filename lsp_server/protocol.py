@@ -86,6 +86,10 @@ def _valid_id(value: Any) -> bool:
     return isinstance(value, int | str) and not isinstance(value, bool)
 
 
+class MalformedResponse(JsonRpcException):
+    """The client's answer to one of our requests lacks the shape LSP gives it."""
+
+
 class FrameReader:
     """Bytes in, message bodies out (`Content-Length` framing, LSP base protocol).
 
@@ -396,7 +400,7 @@ class GroundspecProtocol(LanguageServerProtocol):
                 self._reply_error(msg_id, INVALID_PARAMS, f"invalid params for {method}: {detail}")
             elif method is None and (waiting := self._request_futures.pop(msg_id, None)):
                 # A broken answer to our own request: fail it rather than wait forever.
-                waiting.set_exception(JsonRpcException(f"malformed response: {detail}"))
+                waiting.set_exception(MalformedResponse(f"malformed response: {detail}"))
             else:
                 log.warning("dropped a malformed %s: %s", method or "response", detail)
             raise Answered() from None

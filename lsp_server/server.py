@@ -34,7 +34,7 @@ from . import requests as rq
 from .documents import DocumentError
 from .logs import setup_logging, traced
 from .options import ServerOptions, StartupConfig
-from .protocol import GroundspecProtocol, make_converter
+from .protocol import GroundspecProtocol, MalformedResponse, make_converter
 from .service import CompletionService, load_fix, range_dict
 
 log = logging.getLogger(__name__)
@@ -266,7 +266,13 @@ class GroundspecServer(LanguageServer):
         rng = msgspec.convert(range_, rq.Range).lsp()
         edit = types.WorkspaceEdit(changes={uri: [types.TextEdit(range=rng, new_text=new)]})
         params = types.ApplyWorkspaceEditParams(edit=edit, label="groundspec refactor")
-        result = await self.workspace_apply_edit_async(params)
+        try:
+            result = await self.workspace_apply_edit_async(params)
+        except MalformedResponse as exc:
+            # null, or no `applied`: an editor that did not say it applied the edit.
+            # The caller gets the rewrite with applied: false, as for `applied: false`.
+            log.warning("workspace/applyEdit: %s; taken as not applied", exc.message)
+            return False
         return bool(result and result.applied)
 
 

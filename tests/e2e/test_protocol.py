@@ -159,3 +159,26 @@ def test_a_change_whose_text_is_not_a_string_is_dropped(server: RawServer) -> No
     server.notify("textDocument/didOpen", {"textDocument": item})
     reply = server.call("groundspec/debug/document", {"uri": "file:///null.py"})
     assert "unknown document" in reply["error"]["message"]
+
+
+@pytest.mark.parametrize("answer", [None, {}, 5, {"applied": True}, {"applied": False}])
+def test_an_apply_edit_answer_without_applied_is_not_applied(
+    server: RawServer, answer: object
+) -> None:
+    """groundspec.refactor failed with "malformed response: TypeError: argument of type
+    'NoneType' is not iterable" when the editor answered workspace/applyEdit with null
+    (or an object without `applied`). Unless it says `applied: true`, the rewrite comes
+    back with `applied: false`, for the caller to apply itself."""
+    open_probe(server, "def f():\n    return 1\n")
+    target = {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 12}}
+    args = [{"uri": URI, "range": target, "instruction": "Add a comment"}]
+    msg_id = server.request(
+        "workspace/executeCommand", {"command": "groundspec.refactor", "arguments": args}
+    )
+    asked = server.messages.get(timeout=10)
+    assert asked["method"] == "workspace/applyEdit", asked
+    server.send({"jsonrpc": "2.0", "id": asked["id"], "result": answer})
+    reply = server.answer(msg_id)
+    assert "result" in reply, reply
+    assert reply["result"]["newText"] == "# Add a comment\ndef f():\n    return 1"
+    assert reply["result"]["applied"] is (answer == {"applied": True})
