@@ -25,6 +25,7 @@ from speculator.types import (
     EngineError,
     RefactorRequest,
 )
+from speculator.validate import instruction_problem
 
 from .convert import LineIndex
 
@@ -324,8 +325,8 @@ def run_complete(args: argparse.Namespace) -> int:
 def run_refactor(args: argparse.Namespace) -> int:
     text = read_source(args.path)
     start, end = line_range(text, args.lines)
-    if not args.instruction.strip():
-        raise UsageError("--instruction is empty")
+    if (problem := instruction_problem(args.instruction)) is not None:
+        raise UsageError(f"--instruction: {problem}")
     check_request_flags(args)
     engine = load(args, needs_draft=args.speculation in ("draft", "both", "auto"))
     request = RefactorRequest(

@@ -14,6 +14,7 @@ import msgspec
 from lsprotocol import types
 
 from speculator.types import CompletionRequest, RefactorRequest, Speculation
+from speculator.validate import instruction_problem
 
 from .convert import LineIndex, PositionError, uri_to_path
 from .documents import Document, DocumentError, DocumentStore, text_problem
@@ -89,6 +90,10 @@ class CompleteParams(_Source, kw_only=True):
 class RefactorParams(_Source, kw_only=True):
     range: Range
     instruction: Annotated[str, msgspec.Meta(min_length=1, max_length=4000)]
+
+    def __post_init__(self) -> None:
+        if (problem := instruction_problem(self.instruction)) is not None:
+            raise ValueError(problem)  # msgspec.convert makes it a ValidationError
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,17 @@ def check_refactor(request: RefactorRequest) -> str:
     check_text(request.text)
     if not 0 <= request.start <= request.end <= len(request.text):
         raise EngineError(f"invalid range {request.start}-{request.end}")
-    if not request.instruction.strip():
-        raise EngineError("the refactor instruction is empty")
+    if (problem := instruction_problem(request.instruction)) is not None:
+        raise EngineError(problem)
     return request.text[request.start : request.end]
+
+
+def instruction_problem(instruction: str) -> str | None:
+    """Why a refactor instruction cannot be used, or None (the CLI, JSON-RPC and the
+    engines ask the same)."""
+    if not instruction.strip():
+        return "the refactor instruction is empty (or only whitespace)"
+    return None
 
 
 def check_rewrite_fits(prompt_tokens: int, selection_tokens: int, n_ctx: int) -> None:

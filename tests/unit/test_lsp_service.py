@@ -43,6 +43,18 @@ async def test_errors_carry_their_json_rpc_codes(service: CompletionService) -> 
         await service.complete({"textDocument": {"uri": "file:///none.py"}, "position": position})
 
 
+@pytest.mark.parametrize("instruction", [" ", "\n\t  "])
+async def test_a_blank_instruction_is_invalid_params(
+    service: CompletionService, instruction: str
+) -> None:
+    """groundspec/refactor took an instruction of only whitespace (the CLI refuses it);
+    the fake engine rewrote by it, a real one failed with -32803 once loaded."""
+    rng = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}}
+    with pytest.raises(InvalidParams, match="instruction is empty") as bad:
+        await service.refactor({"text": "x", "range": rng, "instruction": instruction})
+    assert bad.value.CODE == -32602
+
+
 async def test_failed_model_load_gives_each_request_one_clear_error() -> None:
     """Issue 11: the editors saw a traceback per request when loading failed."""
     engine = EngineConfig(target_model="/nonexistent/model.gguf", use_draft=False)
