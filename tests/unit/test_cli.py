@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from contract import STATS_KEYS
 
-from lsp_server.cli import UsageError, cursor_offset, line_range, parse_location
+from lsp_server.cli import UsageError, cursor_offset, line_range, parse_location, read_source
 from speculator.models import check_same_vocab
 from speculator.types import EngineError
 
@@ -86,6 +86,16 @@ def test_empty_and_binary_files(tmp_path: Path) -> None:
     binary = tmp_path / "b.py"
     binary.write_bytes(b"\x00\x01\x02abc")
     assert_clean_error(groundspec("complete", f"{binary}:1:1", "--fake"), "looks binary")
+
+
+def test_a_nul_anywhere_in_the_file_is_binary_as_json_rpc_says(tmp_path: Path) -> None:
+    """Only the first 8 KB were looked at, so a NUL later reached the engine (which
+    refused it once the models had loaded; the fake engine completed it)."""
+    late = tmp_path / "late.py"
+    late.write_bytes(b"x = 1\n" * 2000 + b"y = '\x00'\n")
+    with pytest.raises(UsageError, match="looks binary"):
+        read_source(str(late))
+    assert_clean_error(groundspec("complete", f"{late}:1:1", "--fake"), "looks binary")
 
 
 @pytest.mark.skipif(not Path("/proc/self/mem").is_file(), reason="Linux /proc")
