@@ -9,6 +9,7 @@ some clients read the raw text before decoding it.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -39,6 +40,11 @@ def decode(body: bytes, kind: type[Any]) -> Any:
     try:
         raw = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
+        if _lone_surrogate(body):
+            raise BadRequest(
+                "the request body has an unpaired UTF-16 surrogate escape (half of a pair "
+                'such as "\\ud83d\\ude00"), which is no character: send both halves'
+            ) from None
         raise BadRequest(f"the request body is not valid JSON: {exc}") from None
     if not isinstance(raw, dict):
         raise BadRequest("the request body must be a JSON object")
@@ -46,6 +52,19 @@ def decode(body: bytes, kind: type[Any]) -> Any:
         return msgspec.convert(raw, kind)
     except msgspec.ValidationError as exc:
         raise BadRequest(f"invalid request: {exc}") from None
+
+
+def _lone_surrogate(body: bytes) -> bool:
+    """Whether a string in `body` holds half a UTF-16 pair (such as "\\ud83d"), which
+    msgspec refuses as "Input data was truncated". Only on the error path: Python's
+    parser keeps such halves, and UTF-8 cannot encode them."""
+    try:
+        json.dumps(json.loads(body), ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    except (ValueError, RecursionError):  # not JSON to Python either
+        pass
+    return False
 
 
 # -- llama-server: /infill and /completion ------------------------------------------

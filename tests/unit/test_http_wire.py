@@ -74,6 +74,19 @@ def _user(text: str) -> list[ChatMessage]:
     return [ChatMessage("system", "be brief"), ChatMessage("user", text)]
 
 
+@pytest.mark.parametrize(
+    "raw",
+    [b'{"prompt": "\\ud83d"}', b'{"prompt": "a\\ud83d b"}', b'{"prompt": "\\ude00"}'],
+)
+def test_an_unpaired_surrogate_escape_is_named(raw: bytes) -> None:
+    """msgspec calls a lone high surrogate escape "Input data was truncated"."""
+    with pytest.raises(BadRequest, match="unpaired UTF-16 surrogate"):
+        decode(raw, CompletionBody)
+    with pytest.raises(BadRequest, match="truncated"):  # what it says where it is true
+        decode(b'{"prompt": "ab', CompletionBody)
+    assert decode(b'{"prompt": "\\ud83d\\ude00"}', CompletionBody).prompt == "\U0001f600"
+
+
 def test_edit_from_llama_vscodes_prompt() -> None:
     message = (
         "Modify the following original code according to the instructions. Output only the "
