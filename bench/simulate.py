@@ -372,13 +372,15 @@ def simulate(
     split: str = "dev",
     cost_scale: float = 1.0,
     cost: CostCurve | None = None,
+    fresh_policy: bool = False,
 ) -> list[SimResult]:
     """Replay every trace of the split, in recorded order, plain and with lookup
-    drafting, on `cost` (default: the traces' own curve, scaled)."""
+    drafting, on `cost` (default: the traces' own curve, scaled). The controllers
+    learn across tasks, as a running engine's do; `fresh_policy`: each task starts
+    from the priors, as a new process with nothing learned does."""
     threads = 1 if traces.load else 2
     cost = cost or CostCurve(traces.cost_ms or DEFAULT_COST_MS, cost_scale, threads=threads)
-    # Learning across tasks, as the engine's do; a curve without graph replay is a CPU's.
-    cpu_only = cost.replay_saves_ms == 0
+    cpu_only = cost.replay_saves_ms == 0  # a curve without graph replay is a CPU's
     controllers = controllers_by_kind(cpu_only)
     plain_controllers = controllers_by_kind(cpu_only)
     refactors = {task.name: task for task in refactor_tasks()}
@@ -386,6 +388,8 @@ def simulate(
     for trace in traces.tasks:
         if split != "all" and trace.split != split:
             continue
+        if fresh_policy:
+            controllers = controllers_by_kind(cpu_only)
         _, plain_ms, _, _ = decode_on_fake(
             trace, plain_controllers[trace.kind], [], token_bytes, cost
         )
@@ -493,7 +497,12 @@ def run_simulate(args: argparse.Namespace, config: EngineConfig) -> int:
     model = Model(resolve_path(config.target_model, provision.TARGET), 0)
     try:
         results = simulate(
-            traces, model.token_bytes, model.tokenize, args.split, args.cost_scale or 1.0
+            traces,
+            model.token_bytes,
+            model.tokenize,
+            args.split,
+            args.cost_scale or 1.0,
+            fresh_policy=args.fresh_policy,
         )
     finally:
         model.close()

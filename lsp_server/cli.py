@@ -116,6 +116,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--simulate", action="store_true", help="replay traces, no model time")
     bench.add_argument("--traces", metavar="PATH", help="trace file for --simulate")
     bench.add_argument("--cost-scale", type=float, default=1.0, help="--simulate: cost factor")
+    bench.add_argument(
+        "--fresh-policy",
+        action="store_true",
+        help="--simulate: each task starts from the priors, as a new process did before "
+        "learned policies were kept",
+    )
     bench.add_argument("--limit", type=int, default=0, help="only the first N tasks of each kind")
     bench.add_argument(
         "--repeat", type=int, default=1, help="run each mode N times per task, keep the median"

@@ -197,3 +197,15 @@ def test_a_curve_measured_through_contention_is_flagged_and_the_quiet_one_is_not
     noisy = curve_warnings({1: 914.8, 2: 493.5, 16: 4714.0, 24: 2204.6})
     assert "2 rows cost 493.5 ms, less than 1 rows (914.8 ms)" in noisy
     assert len(noisy) == 2
+
+
+def test_a_fresh_policy_replays_each_task_as_a_new_process_would() -> None:
+    prompt = f"Rename maxc to high:\n{SOURCE}\nRewritten:\n"
+    rename = trace("rename", prompt, SOURCE.replace("maxc", "high"))
+    recorded = traces(rename, rename, rename)
+    learning = simulate(recorded, token_bytes, tokenize)
+    fresh = simulate(recorded, token_bytes, tokenize, fresh_policy=True)
+    # Learning across tasks: the same task again drafts longer, sooner.
+    assert learning[2].spec_ms < learning[1].spec_ms < learning[0].spec_ms
+    # A fresh policy: the same task costs the same, whatever ran before it.
+    assert fresh[2].spec_ms == fresh[1].spec_ms == fresh[0].spec_ms == learning[0].spec_ms
