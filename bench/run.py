@@ -79,8 +79,6 @@ def bench_tasks(kind: str, split: str, limit: int) -> list[Task]:
 
 
 def main(args: argparse.Namespace, config: EngineConfig) -> int:
-    # Every run starts from the priors, whatever earlier runs on this machine learned.
-    config = msgspec.structs.replace(config, keep_learned=False)
     chosen = [flag for flag in ("replay", "workspace", "simulate") if getattr(args, flag)]
     if config.backend != "local" and chosen:
         raise SystemExit(

@@ -35,9 +35,6 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
     kv_ram_mb: int = 512
     kv_disk_mb: int = 2048
     kv_dir: str | None = None  # None: kv-slots in the groundspec cache folder
-    # Keep what the controllers learned beside the KV slots, for the next process
-    # (speculator/learned.py). Benchmarks turn it off to start alike every run.
-    keep_learned: bool = True
     # An editor's completion (CompletionRequest.quick_window) is served from a
     # short prompt window of about this many tokens when the full prompt still
     # has more than this many to evaluate (an unseen file); the idle warm-up

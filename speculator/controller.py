@@ -197,18 +197,6 @@ class Controller:
         than never (without trials there would be nothing to learn from)."""
         self._decayed(bucket)
 
-    def learned(self) -> dict[str, list[float]]:
-        """The acceptance counts learned so far, per bucket (a copy, to keep)."""
-        return {bucket: list(counts) for bucket, counts in self._counts.items()}
-
-    def learn_from(self, learned: dict[str, list[float]]) -> None:
-        """Start from counts an earlier process learned (`learned()`). Counts that
-        could not come from observe_acceptance are left out: a hand-edited or
-        corrupt file must not make a bucket look surer than its trials allow."""
-        for bucket, counts in learned.items():
-            if _plausible(counts):
-                self._counts[bucket] = [float(c) for c in counts]
-
     def _decayed(self, bucket: str) -> list[float]:
         counts = self._counts.setdefault(bucket, [0.0] * 4)
         counts[:] = [c * DECAY for c in counts]
@@ -237,23 +225,6 @@ def controllers_by_kind(cpu_only: bool) -> dict[str, Controller]:
             controller.steady_ratio = 1.0
             controller.price_one_thread_apart()
     return controllers
-
-
-# A round counts at most one verify batch of tokens, decayed: no count exceeds
-# the sum of that geometric series.
-MAX_DECAYED_COUNT = MAX_VERIFY_ROWS / (1.0 - DECAY)
-
-
-def _plausible(counts: object) -> bool:
-    """Four finite counts [first hits, first trials, next hits, next trials]
-    with hits <= trials, within what decayed counting can reach."""
-    if not isinstance(counts, list) or len(counts) != 4:
-        return False
-    if not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in counts):
-        return False
-    if not all(0.0 <= c <= MAX_DECAYED_COUNT for c in counts):  # NaN fails too
-        return False
-    return counts[0] <= counts[1] and counts[2] <= counts[3]
 
 
 def _interpolate(table: dict[int, float], rows: int) -> float:

@@ -29,7 +29,6 @@ from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter, common_pr
 from .factory import ProgressCallback
 from .grounding import Grounding, similar_siblings
 from .instructions import rename_pairs
-from .learned import LearnedFile
 from .models import Model, check_same_vocab, resolve_path
 from .postprocess import (
     CompletionStop,
@@ -122,7 +121,6 @@ class SpeculativeEngine:
         """Per-document KV slots: RAM LRU, plus files that survive a restart."""
         self.ram_slots = RamSlots(max(0, config.kv_ram_mb) << 20)
         self.disk_slots: DiskSlots | None = None
-        self.learned_file: LearnedFile | None = None
         if config.kv_disk_mb > 0:
             folder = Path(os.path.expanduser(config.kv_dir)) if config.kv_dir else default_folder()
             try:
@@ -131,25 +129,10 @@ class SpeculativeEngine:
                 self.disk_slots = DiskSlots(folder, target, draft, config.kv_disk_mb << 20)
             except OSError as exc:
                 log.warning("KV slots are not kept across restarts: %s", exc)
-            else:
-                if config.keep_learned:
-                    self._start_from_learned(folder / LearnedFile.name_for(target, draft))
         self._live_key: SlotKey | None = None  # whose KV the sessions hold now
         self._live_written: tuple[SlotKey, int, int] | None = None
         self._persist_timer = SlotTimer(PERSIST_INTERVAL_S)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="groundspec-kv-writer")
-
-    def _start_from_learned(self, path: Path) -> None:
-        """Begin with the acceptance earlier processes learned (speculator/learned.py)."""
-        self.learned_file = LearnedFile(path)
-        learned = self.learned_file.load()
-        for kind, controller in self.controllers.items():
-            controller.learn_from(learned.get(kind, {}))
-
-    def _keep_learned(self, now: bool = False) -> None:
-        if self.learned_file is not None:
-            learned = {kind: c.learned() for kind, c in self.controllers.items()}
-            self.learned_file.save(learned, now)
 
     @classmethod
     def load(
@@ -348,7 +331,6 @@ class SpeculativeEngine:
         """Write the KV slots (the live one too) to disk; how many files were written.
 
         Called at shutdown; a slot already on disk is not rewritten."""
-        self._keep_learned(now=True)
         return self._persist_soon().result()
 
     def _persist_soon(self) -> Future[int]:
@@ -516,8 +498,6 @@ class SpeculativeEngine:
         except Cancelled:
             self._totals.record_cancelled()
             raise
-        if speculation != "off":
-            self._keep_learned()  # a CLI call's process ends with its request
         self.last_trace = (prompt, list(outcome.tokens))
         self.last_draft_catch_up = sum(
             d.prompt_tokens_evaluated for d in drafters if isinstance(d, DraftModelDrafter)

@@ -138,34 +138,3 @@ def test_a_gpu_build_has_one_curve_whatever_the_threads() -> None:
     before = gpu.cost(16)
     gpu.use_threads(1)
     assert gpu.cost(16) == before
-
-
-def test_a_new_controller_starts_from_what_an_earlier_one_learned() -> None:
-    earlier = controllers_by_kind(cpu_only=True)["refactor"]
-    for _ in range(6):
-        earlier.observe_acceptance("lookup:4", drafted=15, accepted=15)
-    fresh = controllers_by_kind(cpu_only=True)["refactor"]
-    restarted = controllers_by_kind(cpu_only=True)["refactor"]
-    restarted.learn_from(earlier.learned())
-    # The priors ramp drafts up slowly; what was learned goes long at once.
-    assert fresh.draft_length("lookup:4", 64) < restarted.draft_length("lookup:4", 64)
-    assert restarted.draft_length("lookup:4", 64) == earlier.draft_length("lookup:4", 64)
-    assert restarted.learned() == earlier.learned()
-
-
-def test_counts_no_controller_could_have_learned_are_left_out() -> None:
-    c = Controller(priors=REFACTOR_PRIORS, max_draft=64)
-    plain = Controller(priors=REFACTOR_PRIORS, max_draft=64)
-    bad: dict[str, object] = {
-        "lookup:0": [5.0, 1.0, 0.0, 0.0],  # more hits than trials
-        "lookup:1": [1.0, 2.0, 3.0],  # three counts
-        "lookup:2": [1.0, 2.0, float("nan"), 4.0],
-        "lookup:3": [-1.0, 2.0, 3.0, 4.0],
-        "lookup:4": [1e9, 1e9, 1e9, 1e9],  # more than decayed counting can reach
-        "lookup:aligned": ["1", 2.0, 3.0, 4.0],
-        "lookup:rename": "everything",
-    }
-    c.learn_from(bad)  # type: ignore[arg-type]  # what a corrupt file can hold
-    assert c.learned() == {}
-    for bucket in bad:
-        assert c.draft_length(bucket, 64) == plain.draft_length(bucket, 64)
