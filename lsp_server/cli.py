@@ -119,8 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument(
         "--fresh-policy",
         action="store_true",
-        help="--simulate: each task starts from the priors, as a new process did before "
-        "learned policies were kept",
+        help="--simulate: each task starts from the priors, as a new process (a CLI call) does",
     )
     bench.add_argument("--limit", type=int, default=0, help="only the first N tasks of each kind")
     bench.add_argument(
