@@ -225,20 +225,45 @@ class PromptLookupDrafter:
     def _follow_plain_tokens(self, history: Sequence[int]) -> None:
         """Move `expected` over tokens decoded without a draft since the last
         feedback (rounds where no draft was worth verifying), while they still
-        match the source; a mismatch ends a whitespace resync."""
+        match the source, up to a change of whitespace (as feedback() steps over
+        one in a draft); any other mismatch ends a resync."""
         if self._next_len is None or self.expected is None or len(history) <= self._next_len:
             return
         for tok in history[self._next_len :]:
             source = self.corpus[self.expected] if self.expected < len(self.corpus) else None
-            if source is None or tok not in (source, self.substitutions.get(source)):
+            if source is not None and tok in (source, self.substitutions.get(source)):
+                if tok == source:  # a learned rename the target did not make here
+                    self.substitutions.pop(source, None)
+                self.expected += 1
+                self.run += 1  # the target is following the source: trust it more
+                continue
+            following = self.resync or self.run >= ALIGNED_RUN
+            step = None
+            if following and source is not None and source != SEPARATOR:
+                step = self._whitespace_step(self.expected, tok)
+            if step is None:
                 self.resync = False
                 self.run = 0
                 break
-            if tok == source:  # a learned rename the target did not make here
-                self.substitutions.pop(source, None)
-            self.expected += 1
-            self.run += 1  # the target is following the source: trust it more
+            # A line re-wrapped after a rename ("``\n    is" written "`` is"): the
+            # source goes on in step, which an n-gram match cannot see across it.
+            self.expected += step
+            self.resync, self._resync_bucket = True, "lookup:resync"
         self._next_len = len(history)
+
+    def _whitespace_step(self, position: int, written: int) -> int | None:
+        """How many source tokens from `position` a written token stands for when
+        the two differ only in whitespace: 0 (a blank inserted), 1 (respaced),
+        2 (a blank source token skipped, the next one written); None otherwise."""
+        edit = whitespace_edit(self.token_bytes(self.corpus[position]), self.token_bytes(written))
+        if edit == "insert":
+            return 0
+        if edit == "respace":
+            return 1
+        following = position + 1
+        if edit == "delete" and following < len(self.corpus) and self.corpus[following] == written:
+            return 2
+        return None
 
     def _draft_from(self, start: int, k: int, bucket: str) -> Draft | None:
         tokens = self._continuation(start, k)
@@ -318,16 +343,11 @@ class PromptLookupDrafter:
         if rejected_at >= len(self.corpus) or self.corpus[rejected_at] == SEPARATOR:
             return
         source = self.corpus[rejected_at]
-        edit = whitespace_edit(self.token_bytes(source), self.token_bytes(correction))
         self._resync_bucket = "lookup:resync"
-        if edit == "insert":  # e.g. ' ' before '6': the source token is still due
-            self.expected, self.resync = rejected_at, True
-        elif edit == "delete":  # the target skipped a blank token of the source
-            nxt = rejected_at + 1
-            if nxt < len(self.corpus) and self.corpus[nxt] == correction:
-                self.expected, self.resync = nxt + 1, True
-        elif edit == "respace":  # '*' written as ' *'
-            self.resync = True
+        if whitespace_edit(self.token_bytes(source), self.token_bytes(correction)):
+            # ' ' inserted before '6', '*' written ' *', a blank source token skipped
+            if (step := self._whitespace_step(rejected_at, correction)) is not None:
+                self.expected, self.resync = rejected_at + step, True
         elif source in self.substitutions:
             del self.substitutions[source]  # the learned rename was wrong here
         elif (

@@ -244,6 +244,52 @@ def test_a_whitespace_insertion_keeps_the_pointer_on_the_source() -> None:
     assert 2 not in drafter.substitutions and 3 not in drafter.substitutions
 
 
+# "``object_hook`` is an optional ... If ``object_hook``\n    is also defined,", renamed:
+REWRAP = [b" ``", b"hook", b"``", b" is", b" an", b" optional", b".", b" If", b"``\n", b"   "]
+REWRAP += [b" also", b" defined", b","]
+
+
+def test_plain_tokens_follow_a_line_rewrapped_after_a_rename() -> None:
+    # The shorter name fits " is" on the line: "``\n    is" is written "`` is", the
+    # second decoded plainly. The pair "`` is" occurs only earlier in the source:
+    # a match there would draft " an optional", which the target does not write.
+    token = {piece: i for i, piece in enumerate(REWRAP)}
+    source = [token[p] for p in (b" ``", b"hook", b"``", b" is", b" an", b" optional", b".")]
+    source += [token[p] for p in (b" If", b" ``", b"hook", b"``\n", b"   ", b" is", b" also")]
+    source += [token[b" defined"], token[b","]]
+    drafter = PromptLookupDrafter([source], token_bytes=REWRAP.__getitem__)
+    history = [token[b" If"], token[b" ``"]]
+    draft = drafter.propose(history, k=8)
+    assert draft is not None and draft.tokens[:2] == [token[b"hook"], token[b"``\n"]]
+    drafter.feedback(draft, accepted=1, correction=token[b"``"])  # respaced: resync
+    history += [token[b"hook"], token[b"``"]]
+    draft = drafter.propose(history, k=8)
+    assert draft is not None and draft.bucket == "lookup:resync"
+    drafter.declined(draft)  # not worth a verify: the next token is decoded plainly
+    history.append(token[b" is"])  # the indent skipped, " is" written on the same line
+    draft = drafter.propose(history, k=8)
+    assert draft is not None and draft.tokens == [token[b" also"], token[b" defined"], token[b","]]
+    assert draft.bucket == "lookup:resync"
+
+
+def test_a_plain_token_off_the_source_ends_the_resync() -> None:
+    token = {piece: i for i, piece in enumerate(REWRAP)}
+    source = [token[p] for p in (b" If", b" ``", b"hook", b"``\n", b"   ", b" is", b" also")]
+    drafter = PromptLookupDrafter([source], token_bytes=REWRAP.__getitem__)
+    history = [token[b" If"], token[b" ``"]]
+    draft = drafter.propose(history, k=8)
+    assert draft is not None
+    drafter.feedback(draft, accepted=1, correction=token[b"``"])
+    history += [token[b"hook"], token[b"``"]]
+    draft = drafter.propose(history, k=8)
+    assert draft is not None
+    drafter.declined(draft)
+    history.append(token[b"."])  # new text, not a change of whitespace
+    draft = drafter.propose(history, k=8)
+    assert not drafter.resync
+    assert draft is not None and draft.bucket == "lookup:0"  # the unsure walk, no resync
+
+
 def test_whitespace_edit_classification() -> None:
     assert whitespace_edit(b"6", b" ") == "insert"
     assert whitespace_edit(b" ", b"6") == "delete"
