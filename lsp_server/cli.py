@@ -18,6 +18,7 @@ import msgspec
 from speculator import provision
 from speculator.config import BACKENDS, EngineConfig
 from speculator.languages import language_id_for_path
+from speculator.syntax import MAX_DOCUMENT_CHARS
 from speculator.types import (
     SPECULATION_MODES,
     CompletionRequest,
@@ -31,7 +32,8 @@ from .convert import LineIndex
 
 log = logging.getLogger(__name__)
 
-MAX_FILE_BYTES = 5_000_000
+# The engine's limit in characters; a UTF-8 character is at most 4 bytes.
+MAX_FILE_BYTES = 4 * MAX_DOCUMENT_CHARS
 
 
 class UsageError(Exception):
@@ -244,9 +246,14 @@ def read_source(path_text: str) -> str:
     if b"\x00" in data:  # anywhere, as groundspec/complete refuses (UTF-8 has no other NUL)
         raise UsageError(f"{path_text} looks binary (it contains NUL bytes)")
     try:
-        return data.decode("utf-8-sig")  # editors do not show or count a BOM
+        text = data.decode("utf-8-sig")  # editors do not show or count a BOM
     except UnicodeDecodeError:
         raise UsageError(f"{path_text} is not UTF-8 text") from None
+    if len(text) > MAX_DOCUMENT_CHARS:  # refused here, not after the models load
+        raise UsageError(
+            f"{path_text} is too large ({len(text):,} characters; limit {MAX_DOCUMENT_CHARS:,})"
+        )
+    return text
 
 
 def parse_location(location: str) -> tuple[str, int, int]:

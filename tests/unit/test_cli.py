@@ -98,6 +98,19 @@ def test_a_nul_anywhere_in_the_file_is_binary_as_json_rpc_says(tmp_path: Path) -
     assert_clean_error(groundspec("complete", f"{late}:1:1", "--fake"), "looks binary")
 
 
+def test_a_file_over_the_engines_limit_is_refused_before_the_models_load(tmp_path: Path) -> None:
+    """A 2-5 MB file passed the CLI's byte limit and was refused by the engine
+    only once the models had loaded."""
+    big = tmp_path / "big.py"
+    big.write_text("x = 1\n" * 500_000)  # 3,000,000 characters
+    with pytest.raises(UsageError, match="too large"):
+        read_source(str(big))
+    assert_clean_error(groundspec("complete", f"{big}:1:1", "--fake"), "too large")
+    wide = tmp_path / "wide.py"
+    wide.write_text("# " + "\u00e9" * 1_500_000 + "\n")  # 3 MB of UTF-8, 1.5M characters
+    assert len(read_source(str(wide))) == 1_500_003
+
+
 @pytest.mark.skipif(not Path("/proc/self/mem").is_file(), reason="Linux /proc")
 def test_a_file_that_cannot_be_read() -> None:
     # A regular file whose read fails (EIO), even for root, like a file without read permission.
