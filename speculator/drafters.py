@@ -82,8 +82,12 @@ class PromptLookupDrafter:
         token_bytes: Callable[[int], bytes] | None = None,
         tokenize: Callable[[str], list[int]] | None = None,
         renames: dict[str, str] | None = None,
+        follow_respacing: bool = True,
     ):
         # Without token texts, tokens are opaque words (unit tests on int arrays).
+        # Plain tokens follow the source across a change of whitespace (a refactor
+        # re-wrapping a line: _follow_plain_tokens).
+        self.follow_respacing = follow_respacing
         self.token_bytes = token_bytes or (lambda token: b" w%d" % token)
         self.tokenize = tokenize  # None: no renamed copy of the source (see _start_rename)
         # Learned renames: source token -> the token the target wrote instead.
@@ -130,10 +134,16 @@ class PromptLookupDrafter:
         completion writes new code, where a learned rename rarely pays and its
         rebuild re-tokenizes the whole prompt, 5-47 ms on the 2-core machine,
         more than a decode step (docs/benchmarks.md, "Completions learn no
-        renames"). `renames`: the renames a refactor's instruction asks for."""
+        renames"). Nor does it follow a re-wrapped line through plain tokens: its
+        extra drafts did not pay on the test split (docs/benchmarks.md, "a
+        re-wrapped line"). `renames`: the renames a refactor's instruction asks for."""
         learns = kind == "refactor"
         return cls(
-            sources, token_bytes=token_bytes, tokenize=tokenize if learns else None, renames=renames
+            sources,
+            token_bytes=token_bytes,
+            tokenize=tokenize if learns else None,
+            renames=renames,
+            follow_respacing=learns,
         )
 
     def _extend(self, tokens: list[int]) -> None:
@@ -237,7 +247,7 @@ class PromptLookupDrafter:
                 self.expected += 1
                 self.run += 1  # the target is following the source: trust it more
                 continue
-            following = self.resync or self.run >= ALIGNED_RUN
+            following = self.follow_respacing and (self.resync or self.run >= ALIGNED_RUN)
             step = None
             if following and source is not None and source != SEPARATOR:
                 step = self._whitespace_step(self.expected, tok)
