@@ -26,7 +26,7 @@ from speculator.types import (
     EngineError,
     RefactorRequest,
 )
-from speculator.validate import instruction_problem
+from speculator.validate import check_text, instruction_problem
 
 from .convert import LineIndex
 
@@ -249,10 +249,10 @@ def read_source(path_text: str) -> str:
         text = data.decode("utf-8-sig")  # editors do not show or count a BOM
     except UnicodeDecodeError:
         raise UsageError(f"{path_text} is not UTF-8 text") from None
-    if len(text) > MAX_DOCUMENT_CHARS:  # refused here, not after the models load
-        raise UsageError(
-            f"{path_text} is too large ({len(text):,} characters; limit {MAX_DOCUMENT_CHARS:,})"
-        )
+    try:
+        check_text(text)  # the engine's own limits, here before the models load
+    except EngineError as exc:
+        raise UsageError(f"{path_text}: {exc}") from None
     return text
 
 
