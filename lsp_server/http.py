@@ -311,11 +311,17 @@ class FrontDoor:
                 previous = result
                 stats.append(result.stats)
                 generated = result.stats.generated_tokens
-                done = wire.finish(
-                    result.text, body.stops(), 0, max_tokens, generated, timed_out=result.timed_out
-                )
                 if max_tokens == 0:
                     done = wire.Finish(content="", stop_type="limit")  # stopped by the limit
+                else:
+                    done = wire.finish(
+                        result.text,
+                        body.stops(),
+                        0,
+                        max_tokens,
+                        generated,
+                        timed_out=result.timed_out,
+                    )
                 choice = {
                     "text": prompt + done.content if body.echo else done.content,
                     "index": index,
