@@ -158,7 +158,12 @@ class LossGuard:
     # worst task 0.88x with 0.10, 0.97x with 0.05; medians 1.00x either way, and
     # quiet 1.005x against 1.003x (docs/benchmarks.md, "Completions lose half as much").
     COMPLETION_ALLOWANCE = 0.05
-    MIN_ALLOWANCE = 1.0  # ... and at least this many plain steps, to try drafting at all
+    # ... of at least this many tokens, to try drafting at all: a refactor may risk
+    # one plain step before it has earned anything, a completion half of one. A
+    # rejected 1-token draft costs a CPU 0.8-1.1 steps, so a completion drafts only
+    # once its own length pays for a miss (16 tokens or more). Before, a 6-token
+    # held-out completion lost a step to one and read 0.75x.
+    MIN_TOKENS = 10
     PROBE_EVERY = 24  # drafting rounds between plain measurements of t1
     FIRST_PROBE = 4  # drafting rounds before the first plain measurement, at the latest
     # ggml-cuda runs the first call of a new shape directly, captures a graph on
@@ -215,9 +220,8 @@ class LossGuard:
 
     def budget_ms(self) -> float:
         """The most the next round may lose against plain decoding."""
-        share = self.allowance * max(self.tokens, self.expected_tokens)
-        allowance = max(share, self.MIN_ALLOWANCE) * self.plain_ms
-        return self.earned_ms + allowance
+        tokens = max(self.tokens, self.expected_tokens, self.MIN_TOKENS)
+        return self.earned_ms + self.allowance * tokens * self.plain_ms
 
     def observe_plain(self, ms: float, wasted_ms: float = 0.0) -> None:
         """A round without a draft took `ms`, after `wasted_ms` spent looking

@@ -348,6 +348,48 @@ def test_wrong_drafts_on_a_gpu_lose_at_most_the_allowance_of_graph_replayed_plai
     assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + 3 * _gpu_curve(1)
 
 
+class TruthDrafter(LearnsNothing):
+    """Drafts the true next tokens: always right."""
+
+    def __init__(self, truth: list[int], prompt_len: int):
+        self.truth = truth
+        self.prompt_len = prompt_len
+
+    def propose(self, history: Sequence[int], k: int) -> Draft | None:
+        done = len(history) - self.prompt_len
+        coming = self.truth[done : done + k]
+        return Draft(coming, self.name, "lookup:aligned") if coming else None
+
+
+@pytest.mark.parametrize("length", [6, 40])
+def test_a_short_completion_risks_no_step_it_cannot_pay_for(length: int) -> None:
+    """A completion may lose its share of at least 10 tokens' plain time, half a
+    step. On a CPU a rejected 1-token draft costs most of a step, so a 6-token
+    completion (a held-out one read 0.75x so) drafts nothing, even from a
+    drafter it trusts; a longer one still verifies right drafts once its own
+    length pays for a miss."""
+    truth = [int(t) for t in np.random.default_rng(3).integers(1, 60, size=length)] + [END]
+
+    def run(drafter: LearnsNothing | None) -> tuple[list[int], float, ModelledTarget]:
+        target = ModelledTarget([5, 6, 7, 8], truth, Clock())
+        trusting = controllers_by_kind(cpu_only=True)["completion"]
+        trusting.priors = {"lookup:aligned": 0.995}
+        drafters = [drafter] if drafter else []
+        allowance = allowance_for("completion")
+        return _decode(truth, drafters, target=target, controller=trusting, expected_tokens=0,
+                       allowance=allowance)  # fmt: skip
+
+    plain, plain_ms, _ = run(None)
+    wrong, wrong_ms, wrong_target = run(WrongDrafter())
+    right, right_ms, right_target = run(TruthDrafter(truth, prompt_len=4))
+    assert wrong == right == plain == truth[:-1]
+    if length < 10:
+        assert set(wrong_target.batches) == set(right_target.batches) == {1}
+        assert wrong_ms == right_ms == plain_ms
+    else:
+        assert max(right_target.batches) > 1 and right_ms < plain_ms
+
+
 class SlowDrafter(LearnsNothing):
     """Every look costs 10 target steps of Python; two in three find nothing,
     the third proposes a draft whose first token only is right."""
