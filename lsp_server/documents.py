@@ -21,6 +21,7 @@ from lsprotocol import types
 
 from speculator.languages import new_parser
 from speculator.syntax import DEFINITION_TYPES, byte_offset, char_offset, point, utf8
+from speculator.validate import text_problem
 
 from .convert import LineIndex, PositionError
 
@@ -36,17 +37,6 @@ MAX_PENDING_EDITS = 256
 
 class DocumentError(Exception):
     """The request names a document we cannot serve (unknown, binary, too large)."""
-
-
-def text_problem(text: str, max_chars: int) -> str | None:
-    """Why `text` cannot be completed, or None if it can."""
-    if len(text) > max_chars:
-        return (
-            f"document is too large for completions ({len(text):,} characters, limit {max_chars:,})"
-        )
-    if "\x00" in text:
-        return "document looks binary (it contains NUL bytes); no completions"
-    return None
 
 
 class Document:

@@ -40,9 +40,9 @@ from speculator.types import (
     Snippet,
     Stats,
 )
+from speculator.validate import text_problem
 
 from . import http_wire as wire
-from .documents import text_problem
 from .http_slots import SlotRouter
 from .logs import request_id, setup_logging
 from .options import ServerOptions, StartupConfig

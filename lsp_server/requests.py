@@ -14,10 +14,10 @@ import msgspec
 from lsprotocol import types
 
 from speculator.types import CompletionRequest, RefactorRequest, Speculation
-from speculator.validate import instruction_problem
+from speculator.validate import instruction_problem, text_problem
 
 from .convert import LineIndex, PositionError, uri_to_path
-from .documents import Document, DocumentError, DocumentStore, text_problem
+from .documents import Document, DocumentError, DocumentStore
 from .options import ServerOptions
 
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]

@@ -6,13 +6,19 @@ from .syntax import MAX_DOCUMENT_CHARS
 from .types import CompletionRequest, EngineError, RefactorRequest
 
 
-def check_text(text: str) -> None:
-    if len(text) > MAX_DOCUMENT_CHARS:
-        raise EngineError(
-            f"the document is too large ({len(text)} characters; limit {MAX_DOCUMENT_CHARS})"
-        )
+def text_problem(text: str, max_chars: int = MAX_DOCUMENT_CHARS) -> str | None:
+    """Why `text` cannot be worked on, or None (the engines, the CLI and the server's
+    documents ask the same; the server's limit is its `maxDocumentChars`)."""
+    if len(text) > max_chars:
+        return f"the document is too large ({len(text):,} characters; limit {max_chars:,})"
     if "\x00" in text:
-        raise EngineError("the document looks binary (it contains NUL characters)")
+        return "the document looks binary (it contains NUL characters)"
+    return None
+
+
+def check_text(text: str) -> None:
+    if (problem := text_problem(text)) is not None:
+        raise EngineError(problem)
 
 
 def check_completion(request: CompletionRequest) -> None:
