@@ -156,18 +156,19 @@ def _decode(
     return out.tokens, clock.now * 1000, target
 
 
-class ShortCopyDrafter(LearnsNothing):
-    """Drafts the true next tokens, at most 3: right, but too short to pay on
-    one CPU thread, where a 4-row batch costs about 4 steps."""
+class TruthDrafter(LearnsNothing):
+    """Drafts the true next tokens, at most `longest`: always right."""
 
-    def __init__(self, truth: list[int], prompt_len: int):
+    def __init__(self, truth: list[int], prompt_len: int, longest: int, bucket: str):
         self.truth = truth
         self.prompt_len = prompt_len
+        self.longest = longest
+        self.bucket = bucket
 
     def propose(self, history: Sequence[int], k: int) -> Draft | None:
         done = len(history) - self.prompt_len
-        coming = self.truth[done : done + min(k, 3)]
-        return Draft(coming, self.name, "lookup:3") if coming else None
+        coming = self.truth[done : done + min(k, self.longest)]
+        return Draft(coming, self.name, self.bucket) if coming else None
 
 
 def _one_thread_curve(rows: int) -> float:
@@ -184,9 +185,9 @@ def test_short_drafts_are_priced_by_the_thread_count_of_the_last_step(threads: i
     curve = _one_thread_curve if threads == 1 else None
     target = ModelledTarget([5, 6, 7, 8], truth, Clock(), curve=curve, threads=threads)
     controller = controllers_by_kind(cpu_only=True)["refactor"]
-    spec, _, target = _decode(
-        truth, [ShortCopyDrafter(truth, prompt_len=4)], controller=controller, target=target
-    )
+    # Right, but too short to pay on one CPU thread, where a 4-row batch costs about 4 steps.
+    short_copy = TruthDrafter(truth, prompt_len=4, longest=3, bucket="lookup:3")
+    spec, _, target = _decode(truth, [short_copy], controller=controller, target=target)
     assert spec == truth[:-1]
     if threads == 1:
         assert set(target.batches) == {1}
@@ -348,19 +349,6 @@ def test_wrong_drafts_on_a_gpu_lose_at_most_the_allowance_of_graph_replayed_plai
     assert spec_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + 3 * _gpu_curve(1)
 
 
-class TruthDrafter(LearnsNothing):
-    """Drafts the true next tokens: always right."""
-
-    def __init__(self, truth: list[int], prompt_len: int):
-        self.truth = truth
-        self.prompt_len = prompt_len
-
-    def propose(self, history: Sequence[int], k: int) -> Draft | None:
-        done = len(history) - self.prompt_len
-        coming = self.truth[done : done + k]
-        return Draft(coming, self.name, "lookup:aligned") if coming else None
-
-
 @pytest.mark.parametrize("length", [6, 40])
 def test_a_short_completion_risks_no_step_it_cannot_pay_for(length: int) -> None:
     """A completion may lose its share of at least 10 tokens' plain time, half a
@@ -381,7 +369,9 @@ def test_a_short_completion_risks_no_step_it_cannot_pay_for(length: int) -> None
 
     plain, plain_ms, _ = run(None)
     wrong, wrong_ms, wrong_target = run(WrongDrafter())
-    right, right_ms, right_target = run(TruthDrafter(truth, prompt_len=4))
+    right, right_ms, right_target = run(
+        TruthDrafter(truth, 4, longest=len(truth), bucket="lookup:aligned")
+    )
     assert wrong == right == plain == truth[:-1]
     if length < 10:
         assert set(wrong_target.batches) == set(right_target.batches) == {1}
