@@ -573,6 +573,13 @@ KEYWORDS = frozenset(
     null of or package pass private protected public raise range readonly return select
     static struct super switch this throw true True try type typeof undefined use var
     void where while with yield""".split()
+    # C, C++, C# and Java (read as plain text): the keywords that no other language
+    # here uses as a name (not `template`, `typename` or `inline`, Python variables),
+    # nor type names: a type swapped throughout (`int` -> `size_t`) recurs as a
+    # rename does. A line the model moved above a `using` line was once learned as
+    # a rename.
+    + """constexpr decltype namespace noexcept nullptr sizeof synchronized throws
+    typedef using""".split()
 )
 _WORD_PREFIX = re.compile(r"[A-Za-z0-9_]+")
 _WORD_TAIL = re.compile(r"[A-Za-z0-9_]+$")

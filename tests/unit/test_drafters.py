@@ -3,6 +3,8 @@
 import itertools
 import random
 
+import pytest
+
 from speculator.drafters import (
     SEPARATOR,
     Draft,
@@ -162,6 +164,18 @@ def test_a_keyword_written_for_a_word_is_a_rewrite_not_a_rename() -> None:
     draft = drafter.propose([12, 15], k=2)
     assert draft is not None and draft.tokens == [10, 11]
     drafter.feedback(draft, accepted=0, correction=13)  # `return` for `let`: a rewrite
+    assert drafter.substitutions == {} and not drafter.resync
+
+
+@pytest.mark.parametrize("keyword", [b" using", b" namespace", b" typedef"])
+def test_a_word_written_over_a_c_family_keyword_is_no_rename(keyword: bytes) -> None:
+    """A C++ header is read as plain text: a line moved above `using details::os::x;`
+    puts a name where the source has `using`, which says nothing about renames."""
+    words = {10: keyword, 11: b" details", 12: b";", 13: b" filename", 14: b" current", 15: b")"}
+    drafter = PromptLookupDrafter([[15, 12, 10, 11, 12, 14]], token_bytes=lambda t: words[t])
+    draft = drafter.propose([15, 12], k=2)
+    assert draft is not None and draft.tokens == [10, 11]
+    drafter.feedback(draft, accepted=0, correction=13)
     assert drafter.substitutions == {} and not drafter.resync
 
 
