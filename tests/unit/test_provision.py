@@ -50,6 +50,17 @@ def test_corrupt_assembled_file_is_detected(parts: tuple[provision.ModelSpec, by
         provision.verify(spec)
 
 
+def test_fetch_repairs_a_corrupt_file_of_the_right_size(
+    parts: tuple[provision.ModelSpec, bytes],
+) -> None:
+    spec, whole = parts
+    path = provision.fetch(spec)
+    path.write_bytes(b"x" * len(whole))  # what verify calls corrupt, asking to fetch again
+    assert provision.fetch(spec) == path
+    assert path.read_bytes() == whole
+    assert provision.verify(spec) == path
+
+
 def test_wrong_checksum_is_refused(parts: tuple[provision.ModelSpec, bytes]) -> None:
     spec, _ = parts
     bad = provision.ModelSpec(
