@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .options import load_startup_config
-from .server import run_server
+from .server import parse_tcp, run_server
+from .startup import check_log_file
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -15,6 +16,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--config", help="config file (default ~/.config/groundspec/config.toml)")
     parser.add_argument("--fake", action="store_true", help="use the deterministic fake engine")
     args = parser.parse_args(argv)
+    try:
+        if args.tcp:
+            parse_tcp(args.tcp)
+        check_log_file(args.log_file)
+    except ValueError as exc:
+        parser.error(str(exc))
     config = load_startup_config(args.config, fake=args.fake)
     run_server(config, tcp=args.tcp, log_file=args.log_file)
 

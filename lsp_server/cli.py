@@ -206,24 +206,32 @@ def run_serve(args: argparse.Namespace) -> int:
     ):
         if getattr(args, flag) is not None:
             os.environ[env] = str(getattr(args, flag))
-    config = load_startup_config(args.config, fake=args.fake)
+    check_serve_flags(args)
+    config = load_startup_config(args.config, fake=args.fake, use_draft=not args.no_draft)
     if args.http:
-        from .http import parse_http, run_http, run_with_lsp
-        from .server import parse_tcp
+        from .http import run_http, run_with_lsp
 
-        try:
-            parse_http(args.http)
-            if args.tcp:
-                parse_tcp(args.tcp)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-        if args.tcp or args.stdio:
+        if args.tcp or args.stdio:  # run_with_lsp ends the process
             run_with_lsp(config, args.http, tcp=args.tcp, log_file=args.log_file)
-        else:
-            run_http(config, args.http, log_file=args.log_file)
-        return 0
+        return run_http(config, args.http, log_file=args.log_file)
     run_server(config, tcp=args.tcp, log_file=args.log_file)
     return 0
+
+
+def check_serve_flags(args: argparse.Namespace) -> None:
+    """Addresses and the log file, before anything loads: a one-line error, not a traceback."""
+    from .http import parse_http
+    from .server import parse_tcp
+    from .startup import check_log_file
+
+    try:
+        if args.http:
+            parse_http(args.http)
+        if args.tcp:
+            parse_tcp(args.tcp)
+        check_log_file(args.log_file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 # -- complete / refactor ------------------------------------------------------------
@@ -305,8 +313,10 @@ def _is_number(text: str) -> bool:
 
 def check_request_flags(args: argparse.Namespace) -> None:
     """The limits groundspec/complete and groundspec/refactor put on the same fields."""
-    if args.max_tokens < 1:
-        raise UsageError("--max-tokens must be at least 1")
+    from .options import MAX_TOKENS
+
+    if not 1 <= args.max_tokens <= MAX_TOKENS:
+        raise UsageError(f"--max-tokens must be between 1 and {MAX_TOKENS}, got {args.max_tokens}")
     if not 0.0 <= args.temperature <= 2.0:  # NaN fails too
         raise UsageError(f"--temperature must be between 0 and 2, got {args.temperature}")
 

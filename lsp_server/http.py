@@ -48,6 +48,7 @@ from .logs import request_id, setup_logging
 from .options import ServerOptions, StartupConfig
 from .scheduler import EngineUnavailable
 from .service import CompletionService
+from .startup import ListenError, cannot_listen, say_error
 
 if TYPE_CHECKING:
     from .protocol import GroundspecProtocol
@@ -691,7 +692,11 @@ async def start_http(front: FrontDoor, host: str, port: int) -> web.AppRunner:
     runner = web.AppRunner(front.app(), handler_cancellation=True, access_log=None)
     await runner.setup()
     site = web.TCPSite(runner, host, port)
-    await site.start()
+    try:
+        await site.start()
+    except OSError as exc:
+        await runner.cleanup()
+        raise cannot_listen(host, port, exc) from None
     for address in runner.addresses:
         # Tests and scripts read the bound port here (PORT 0 picks a free one).
         log.info("HTTP listening on http://%s:%d", *address[:2])
@@ -706,8 +711,9 @@ async def until_signalled() -> None:
     await stop.wait()
 
 
-def run_http(config: StartupConfig, address: str, log_file: str | None = None) -> None:
-    """`groundspec serve --http [HOST:]PORT` alone: serve HTTP until SIGINT/SIGTERM."""
+def run_http(config: StartupConfig, address: str, log_file: str | None = None) -> int:
+    """`groundspec serve --http [HOST:]PORT` alone: serve HTTP until SIGINT/SIGTERM.
+    Returns the exit code: 1 if the port cannot be bound."""
     setup_logging(log_file)
     host, port = parse_http(address)
     service = CompletionService(config)
@@ -724,7 +730,13 @@ def run_http(config: StartupConfig, address: str, log_file: str | None = None) -
             await runner.cleanup()
             service.shutdown()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except ListenError as exc:
+        say_error(exc)
+        service.shutdown()
+        return 1
+    return 0
 
 
 def run_with_lsp(
@@ -754,6 +766,8 @@ def run_with_lsp(
         asyncio.run(main())
     except (KeyboardInterrupt, SystemExit):  # pygls ends `exit` with sys.exit()
         pass
+    except ListenError as exc:
+        say_error(exc)
     finally:
         end_process(ls)
 
@@ -777,7 +791,10 @@ async def _serve_lsp_tcp(ls: GroundspecServer, host: str, port: int) -> None:
         await _protocol(ls).serve_stream(reader, stop)
         finished.set()
 
-    server = await asyncio.start_server(connection, host, port)
+    try:
+        server = await asyncio.start_server(connection, host, port)
+    except OSError as exc:
+        raise cannot_listen(host, port, exc) from None
     log.info("LSP listening on %s:%d", *server.sockets[0].getsockname()[:2])
     async with server:
         await finished.wait()

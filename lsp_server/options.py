@@ -23,6 +23,10 @@ T = TypeVar("T", bound=msgspec.Struct)
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 
 
+# The most tokens one request may ask for (maxTokens, refactorMaxTokens, --max-tokens).
+MAX_TOKENS = 8192
+
+
 class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
     engine: EngineConfig = msgspec.field(default_factory=EngineConfig)
     debounce_ms: Annotated[int, msgspec.Meta(ge=0, le=5000)] = 120
@@ -33,7 +37,7 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
     # machine or a cold file the first lines come in time, the rest on a later
     # keystroke. 0: no limit.
     max_predict_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 1000
-    refactor_max_tokens: Annotated[int, msgspec.Meta(ge=1, le=8192)] = 512
+    refactor_max_tokens: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)] = 512
     speculation: Speculation = "auto"
     temperature: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.0
     # How long a request waits for the models to load before it gets an error
@@ -64,7 +68,9 @@ def default_config_path() -> Path:
     return Path(base) / "groundspec" / "config.toml"
 
 
-def load_startup_config(config_path: str | None = None, *, fake: bool = False) -> StartupConfig:
+def load_startup_config(
+    config_path: str | None = None, *, fake: bool = False, use_draft: bool = True
+) -> StartupConfig:
     """Read the config file (the given one, else the default if it exists).
 
     Never raises: an unreadable or invalid file gives default options plus a
@@ -78,8 +84,12 @@ def load_startup_config(config_path: str | None = None, *, fake: bool = False) -
             options, problems = apply_overrides(options, data, f"{path}: ")
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             problems = [f"{path}: cannot read config ({exc}); using defaults"]
-    if fake:
-        engine = msgspec.structs.replace(options.engine, fake=True)
+    if fake or not use_draft:  # the command line's --fake / --no-draft win over the file
+        engine = msgspec.structs.replace(
+            options.engine,
+            fake=options.engine.fake or fake,
+            use_draft=options.engine.use_draft and use_draft,
+        )
         options = msgspec.structs.replace(options, engine=engine)
     return StartupConfig(
         options=options, problems=problems, config_path=str(path) if path.exists() else None

@@ -18,7 +18,7 @@ from speculator.validate import instruction_problem, text_problem
 
 from .convert import LineIndex, PositionError, uri_to_path
 from .documents import Document, DocumentError, DocumentStore
-from .options import ServerOptions
+from .options import MAX_TOKENS, ServerOptions
 
 Count = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 1)]
 
@@ -78,7 +78,7 @@ class _Source(msgspec.Struct, kw_only=True, rename="camel"):
     text: str | None = None
     language_id: str = "python"
     path: str | None = None
-    max_tokens: Annotated[int, msgspec.Meta(ge=1, le=8192)] | None = None
+    max_tokens: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)] | None = None
     speculation: Speculation | None = None
     temperature: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] | None = None
 

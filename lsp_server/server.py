@@ -36,6 +36,7 @@ from .logs import setup_logging, traced
 from .options import ServerOptions, StartupConfig
 from .protocol import GroundspecProtocol, MalformedResponse, make_converter
 from .service import CompletionService, load_fix, range_dict
+from .startup import ListenError, cannot_listen, say_error
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +196,10 @@ class GroundspecServer(LanguageServer):
             self.shutdown()
 
         async def serve() -> None:
-            self._server = await asyncio.start_server(connection, host, port)
+            try:
+                self._server = await asyncio.start_server(connection, host, port)
+            except OSError as exc:
+                raise cannot_listen(host, port, exc) from None
             async with self._server:
                 await self._server.serve_forever()
 
@@ -206,6 +210,8 @@ class GroundspecServer(LanguageServer):
             asyncio.run(main)
         except BrokenPipeError:
             log.error("the client closed the connection")
+        except ListenError as exc:
+            say_error(exc)
         except (KeyboardInterrupt, SystemExit, asyncio.CancelledError):
             pass
         finally:

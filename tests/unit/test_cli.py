@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -148,8 +149,9 @@ def test_line_range_past_the_last_line(source: Path) -> None:
 @pytest.mark.parametrize(
     "flags, words",
     [
-        (["--max-tokens", "0"], "--max-tokens must be at least 1"),
-        (["--max-tokens", "-1"], "--max-tokens must be at least 1"),
+        (["--max-tokens", "0"], "--max-tokens must be between 1 and 8192, got 0"),
+        (["--max-tokens", "-1"], "--max-tokens must be between 1 and 8192, got -1"),
+        (["--max-tokens", "8193"], "--max-tokens must be between 1 and 8192, got 8193"),
         (["--temperature", "-1"], "--temperature must be between 0 and 2"),
         (["--temperature", "9"], "--temperature must be between 0 and 2"),
         (["--temperature", "nan"], "--temperature must be between 0 and 2"),
@@ -224,3 +226,38 @@ def test_models_path_succeeds_when_both_models_are_there(tmp_path: Path) -> None
     assert proc.stdout.split() == [str(tmp_path / s.file_name) for s in provision.DEFAULT_MODELS]
     (tmp_path / provision.DEFAULT_MODELS[0].file_name).write_bytes(b"GGUF")
     assert groundspec("models", "path", env={"GROUNDSPEC_CACHE": str(tmp_path)}).returncode == 1
+
+
+@pytest.mark.parametrize(
+    "flags, words",
+    [
+        (["--tcp", "nohost"], "invalid --tcp address 'nohost'"),
+        (["--tcp", "1.2.3.4:99999"], "invalid --tcp address"),
+        (["--http", "80:x"], "invalid --http address"),
+        (["--http", "0", "--tcp", "x"], "invalid --tcp address 'x'"),
+        (["--log-file", "/nonexistent/dir/x.log"], "cannot write the log file /nonexistent/dir"),
+    ],
+)
+def test_bad_serve_flags_are_one_line_errors(flags: list[str], words: str) -> None:
+    assert_clean_error(groundspec("serve", *flags, "--fake"), words)
+
+
+@pytest.mark.parametrize("mode", [["--tcp"], ["--http"], ["--http", "0", "--tcp"]])
+def test_a_taken_port_is_a_one_line_error(mode: list[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = groundspec("serve", *mode, str(port), "--fake")
+    assert_clean_error(proc, f"cannot listen on 127.0.0.1:{port}")
+
+
+def test_python_m_lsp_server_checks_its_flags_too() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "lsp_server", "--tcp", "nohost", "--fake"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "invalid --tcp address 'nohost'" in proc.stderr

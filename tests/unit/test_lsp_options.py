@@ -65,3 +65,12 @@ def test_broken_or_missing_config_file_gives_defaults(tmp_path: Path) -> None:
     assert "cannot read config" in config.problems[0]
     missing = load_startup_config(str(tmp_path / "missing.toml"))
     assert missing.options == ServerOptions() and missing.problems
+
+
+def test_no_draft_on_the_command_line_wins_over_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("[engine]\nuse_draft = true\n")
+    assert load_startup_config(str(path)).options.engine.use_draft is True
+    config = load_startup_config(str(path), use_draft=False)
+    assert config.options.engine.use_draft is False
+    assert config.options.engine.fake is False
