@@ -180,10 +180,6 @@ class FrontDoor:
 
     async def infill(self, request: web.Request) -> web.StreamResponse:
         body = wire.decode(await request.read(), wire.InfillBody)
-        if body.n_predict == 0:
-            # llama.vim / llama.vscode send extra context ahead of time this way: it
-            # travels with each completion anyway, so there is nothing to compute.
-            return json_response(self._empty_llama(body, body.prompt))
         prefix = body.input_prefix + body.prompt
         text = prefix + body.input_suffix
         extra = [Snippet(path=c.filename, text=c.text) for c in body.input_extra if c.text]
@@ -192,8 +188,6 @@ class FrontDoor:
 
     async def completion(self, request: web.Request) -> web.StreamResponse:
         body = wire.decode(await request.read(), wire.CompletionBody)
-        if body.n_predict == 0:
-            return json_response(self._empty_llama(body, body.prompt))
         language = wire.guess_language(body)
         return await self._llama_generate(
             request, body, body.prompt, len(body.prompt), language, []
@@ -209,29 +203,28 @@ class FrontDoor:
         extra: list[Snippet],
     ) -> web.StreamResponse:
         max_tokens = self._max_tokens(body.n_predict)
-        client = slot_key(request, body.id_slot)
-        completion = msgspec.structs.replace(
-            self._completion_request(body, text, cursor, language, max_tokens),
-            slot=self.slots.route(client, text, body.filename),
-            max_predict_ms=max(0.0, body.t_max_predict_ms or 0.0),
-        )
         self._check_text(text)
         n_indent = body.n_indent if isinstance(body, wire.InfillBody) else 0
         stops = body.stop or []
         stream = await start_stream(request) if body.stream else None
-        send = None
-        if stream is not None:
-
-            async def send(delta: str, generated: int, prompt_tokens: int) -> None:
-                partial = {"index": 0, "content": delta, "tokens": [], "stop": False}
-                partial |= {"id_slot": body.id_slot, "tokens_predicted": generated}
-                await send_event(stream, partial | {"tokens_evaluated": prompt_tokens})
-
-        result = await self._sample(completion, client, extra, stops, n_indent, send)
-        generated = result.stats.generated_tokens
-        done = wire.finish(
-            result.text, stops, n_indent, max_tokens, generated, timed_out=result.timed_out
-        )
+        if max_tokens == 0:
+            # llama.vim / llama.vscode send extra context ahead of time this way: it
+            # travels with each completion anyway, so there is nothing to compute.
+            result = CompletionResult(text="", stats=Stats())
+            done = wire.Finish(content="", stop_type="limit")
+        else:
+            client = slot_key(request, body.id_slot)
+            completion = msgspec.structs.replace(
+                self._completion_request(body, text, cursor, language, max_tokens),
+                slot=self.slots.route(client, text, body.filename),
+                max_predict_ms=max(0.0, body.t_max_predict_ms or 0.0),
+            )
+            send = None if stream is None else _llama_sender(stream, body.id_slot)
+            result = await self._sample(completion, client, extra, stops, n_indent, send)
+            generated = result.stats.generated_tokens
+            done = wire.finish(
+                result.text, stops, n_indent, max_tokens, generated, timed_out=result.timed_out
+            )
         settings = self._settings(body, max_tokens)
         payload = wire.llama_completion(
             result,
@@ -247,19 +240,6 @@ class FrontDoor:
         # In stream mode the content went out in the partial events (as llama-server).
         await send_event(stream, payload | {"content": ""})
         return stream
-
-    def _empty_llama(self, body: wire.InfillBody | wire.CompletionBody, prompt: str) -> Any:
-        done = wire.Finish(content="", stop_type="limit")
-        result = CompletionResult(text="", stats=Stats())
-        return wire.llama_completion(
-            result,
-            done,
-            model=self.model_name,
-            prompt=prompt,
-            id_slot=body.id_slot,
-            settings=self._settings(body, 0),
-            response_fields=body.response_fields,
-        )
 
     # -- OpenAI -----------------------------------------------------------------------
 
@@ -307,7 +287,8 @@ class FrontDoor:
                     if send is not None and result.text:
                         await send(wire.finish(result.text, body.stops(), 0, 0, 0).content, 0, 0)
                 else:
-                    seeded = msgspec.structs.replace(completion, seed=completion.seed + j)
+                    seed = completion.seed + j if completion.seed >= 0 else -1  # -1: random
+                    seeded = msgspec.structs.replace(completion, seed=seed)
                     result = await self._sample(seeded, client, [], body.stops(), 0, send)
                 previous = result
                 stats.append(result.stats)
@@ -568,6 +549,15 @@ async def errors_as_json(
         if exc.status < 400:
             raise
         return await _fail(request, exc.status, _http_reason(exc))
+    except web.RequestPayloadError as exc:
+        # A body that does not decompress. aiohttp would read the rest of it after
+        # the answer and fail again (a traceback and a reset): mark it read, and
+        # close this connection, whose parser may be out of step.
+        request.content.feed_eof()
+        detail = " ".join(str(exc).split("message:")[-1].split())  # "400, message:\n  ..."
+        response = error_response(400, f"cannot read the request body: {detail}")
+        response.force_close()
+        return response
     except Exception as exc:
         status, message = _status_of(exc)
         if status == 500:
@@ -639,6 +629,19 @@ def slot_key(request: web.Request, id_slot: int) -> str:
     if id_slot >= 0:
         return f"slot:{id_slot}"
     return f"peer:{request.remote or '?'}"
+
+
+def _llama_sender(
+    stream: web.StreamResponse, id_slot: int
+) -> Callable[[str, int, int], Awaitable[None]]:
+    """llama-server's partial events for /infill and /completion."""
+
+    async def send(delta: str, generated: int, prompt_tokens: int) -> None:
+        partial = {"index": 0, "content": delta, "tokens": [], "stop": False}
+        partial |= {"id_slot": id_slot, "tokens_predicted": generated}
+        await send_event(stream, partial | {"tokens_evaluated": prompt_tokens})
+
+    return send
 
 
 def _choice_sender(

@@ -284,6 +284,20 @@ class Finish(msgspec.Struct):
     stopping_word: str = ""
 
 
+def _dedent_cut(text: str, n_indent: int) -> int | None:
+    """Where the first non-blank line indented less than `n_indent` starts (its
+    newline is cut too), or None."""
+    if n_indent <= 0:
+        return None
+    start = 0
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip(" \t"))
+        if start > 0 and line.strip() and indent < n_indent:
+            return start - 1
+        start += len(line) + 1
+    return None
+
+
 def finish(
     text: str,
     stops: list[str],
@@ -293,22 +307,20 @@ def finish(
     *,
     timed_out: bool = False,
 ) -> Finish:
-    """Cut at the first stop string (dropped, like llama-server) and at the first new
-    line indented less than `n_indent` (the infill rule); say why decoding stopped
-    (`timed_out`: by t_max_predict_ms, which llama-server reports as a limit)."""
+    """Cut at the first stop string (dropped, like llama-server) or at the first new
+    line indented less than `n_indent` (the infill rule), whichever comes first; say
+    why decoding stopped (`timed_out`: by t_max_predict_ms, which llama-server
+    reports as a limit)."""
     cut, word = len(text), ""
     for stop in stops:
         at = text.find(stop) if stop else -1
         if 0 <= at < cut:
             cut, word = at, stop
+    dedent = _dedent_cut(text, n_indent)
+    if dedent is not None and dedent < cut:
+        return Finish(text[:dedent], "limit")
     if word:
         return Finish(text[:cut], "word", word)
-    if n_indent > 0:
-        lines = text.split("\n")
-        for i, line in enumerate(lines[1:], start=1):
-            indent = len(line) - len(line.lstrip(" \t"))
-            if line.strip() and indent < n_indent:
-                return Finish("\n".join(lines[:i]), "limit")
     if timed_out or (n_predict > 0 and generated >= n_predict):
         return Finish(text, "limit")
     return Finish(text, "eos")

@@ -441,6 +441,28 @@ async def test_bad_input_gets_a_400_with_a_clear_message(
     assert needle in error["message"]
 
 
+async def test_a_body_that_does_not_decompress_is_a_400(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+    for path in ("/infill", "/completion", "/v1/completions"):
+        async with http.post(server.url + path, data=b"hello", headers=headers) as response:
+            assert response.status == 400, path
+            assert "cannot read the request body" in (await response.json())["error"]["message"]
+
+
+async def test_nothing_to_predict_streams_when_asked(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    for path in ("/infill", "/completion"):
+        body = {"input_prefix": "x = ", "prompt": "", "n_predict": 0, "stream": True}
+        async with http.post(server.url + path, json=body) as response:
+            assert response.headers["Content-Type"].startswith("text/event-stream"), path
+            text = await response.text()
+        events = [json.loads(line[6:]) for line in text.split("\n\n") if line]
+        assert [(e["content"], e["stop"]) for e in events] == [("", True)], path
+
+
 async def test_huge_body_is_refused_with_413(server: Served, http: aiohttp.ClientSession) -> None:
     huge = json.dumps({"input_prefix": "x" * (9 * 1024 * 1024)}).encode()
     status, body = await post(http, server.url + "/infill", None, raw=huge)
@@ -457,6 +479,8 @@ TOO_LONG = "x" * 2_000_001  # over maxDocumentChars (2,000,000), under the 8 MiB
     [
         ("/infill", {"input_prefix": "a = 1\x00\n", "n_predict": 8}),
         ("/infill", {"input_prefix": TOO_LONG, "n_predict": 8}),
+        ("/infill", {"input_prefix": "a = 1\x00\n", "n_predict": 0}),
+        ("/completion", {"prompt": TOO_LONG, "n_predict": 0}),
         ("/completion", {"prompt": "a = 1\x00\n"}),
         ("/completion", {"prompt": TOO_LONG}),
         ("/v1/completions", {"prompt": ["ok", "a = 1\x00\n"]}),

@@ -32,6 +32,14 @@ def test_n_indent_ends_at_a_line_less_indented_than_the_cursor() -> None:
     assert finish("a\n\n    b", [], 4, 64, 3).content == "a\n\n    b"  # blank lines pass
 
 
+def test_a_stop_string_and_n_indent_cut_at_whichever_comes_first() -> None:
+    text = "foo()\n    bar()\nbaz"
+    done = finish(text, ["baz"], 6, 64, 9)  # the dedent at "    bar()" comes first
+    assert (done.content, done.stop_type) == ("foo()", "limit")
+    done = finish(text, ["bar"], 2, 64, 9)  # "bar" comes before the dedent at "baz"
+    assert (done.content, done.stop_type, done.stopping_word) == ("foo()\n    ", "word", "bar")
+
+
 def test_the_token_limit_and_end_of_generation() -> None:
     assert finish("abc", [], 0, 3, 3).stop_type == "limit"
     assert finish("abc", [], 0, 8, 3).stop_type == "eos"
