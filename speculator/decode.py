@@ -40,15 +40,21 @@ StopRule = Callable[[str], int | None]
 class SamplingParams:
     __slots__ = ("temperature", "top_p", "top_k", "rng")
 
+    # Below this a temperature is greedy: logits divided by a subnormal one overflow
+    # to inf and the probabilities to NaN, and at 1e-6 a gap of a millionth of a
+    # logit already decides the token.
+    MIN_TEMPERATURE = 1e-6
+
     def __init__(self, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0):
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
-        self.rng = np.random.default_rng(seed)
+        # A negative seed asks for a random one (llama-server's -1).
+        self.rng = np.random.default_rng(seed if seed >= 0 else None)
 
     @property
     def greedy(self) -> bool:
-        return self.temperature <= 0.0
+        return self.temperature < self.MIN_TEMPERATURE
 
 
 class DecodeOutcome:

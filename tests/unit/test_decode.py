@@ -27,6 +27,7 @@ from speculator.decode import (
     SamplingParams,
     StopRule,
     allowance_for,
+    next_token,
     repeating_tail,
     unfinished_refactor,
 )
@@ -637,3 +638,14 @@ def test_an_unfinished_refactor_says_why() -> None:
     outcome.looped = True
     message = unfinished_refactor(outcome, 512, 256)
     assert "repeating itself" in message and message.endswith("the selection is unchanged")
+
+
+def test_a_negative_seed_is_random_and_a_tiny_temperature_is_greedy() -> None:
+    """llama-server's `"seed": -1` means a random seed; numpy refused it (a 500 over
+    HTTP). A subnormal temperature overflowed the logits to NaN probabilities."""
+    logits = np.array([1.0, 3.0, 2.0], dtype=np.float32)
+    drawn = {next_token(logits, SamplingParams(1.0, seed=-1)) for _ in range(64)}
+    assert len(drawn) > 1  # random, and not one fixed stream per call
+    tiny = SamplingParams(temperature=1e-320)
+    assert tiny.greedy and next_token(logits, tiny) == 1
+    assert not SamplingParams(temperature=1e-3).greedy
