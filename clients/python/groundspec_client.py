@@ -19,6 +19,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -58,7 +59,10 @@ class GroundspecError(Exception):
 
 def encode_message(message: dict[str, Any]) -> bytes:
     """One JSON-RPC message with its Content-Length header."""
-    body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    try:
+        body = json.dumps(message, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (editors send them): \ud83d escapes
+        body = json.dumps(message, separators=(",", ":")).encode("ascii")
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
@@ -89,21 +93,25 @@ def read_message(reader: IO[bytes]) -> dict[str, Any] | None:
 # --- positions -------------------------------------------------------------
 
 
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
 def utf16_len(text: str) -> int:
     """Length of `text` in UTF-16 code units (LSP's `character` unit)."""
-    return len(text.encode("utf-16-le")) // 2
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
 
 def offset(text: str, line: int, character: int) -> int:
-    """String index of the LSP position (line, UTF-16 character) in `text`."""
+    """String index of the LSP position (line, UTF-16 character) in `text`.
+    Lines end at "\r\n", "\r" or "\n", as LSP says (and the server counts)."""
     start = 0
     for _ in range(line):
-        newline = text.find("\n", start)
-        if newline < 0:
+        found = _LINE_BREAK.search(text, start)
+        if found is None:
             return len(text)
-        start = newline + 1
-    end = text.find("\n", start)
-    row = text[start : len(text) if end < 0 else end]
+        start = found.end()
+    found = _LINE_BREAK.search(text, start)
+    row = text[start : len(text) if found is None else found.start()]
     units = 0
     for index, char in enumerate(row):
         if units >= character:
@@ -209,7 +217,7 @@ class Client:
             timeout=timeout,
             on_apply_edit=on_apply_edit,
         )
-        client.initialize(root, initialization_options)
+        client._initialize_or_close(root, initialization_options)
         return client
 
     @classmethod
@@ -233,8 +241,19 @@ class Client:
             timeout=timeout,
             on_apply_edit=on_apply_edit,
         )
-        client.initialize(root, initialization_options)
+        client._initialize_or_close(root, initialization_options)
         return client
+
+    def _initialize_or_close(
+        self, root: str | os.PathLike[str] | None, initialization_options: dict[str, Any] | None
+    ) -> None:
+        """initialize; if that fails, the caller never gets a client to close, so
+        the process or socket is closed here (the process killed if it hangs)."""
+        try:
+            self.initialize(root, initialization_options)
+        except BaseException:
+            self._close_transport(timeout=1.0)
+            raise
 
     def initialize(
         self,

@@ -37,6 +37,26 @@ def test_encode_then_read_round_trip_with_non_ascii() -> None:
     assert read_message(io.BytesIO(data)) == message
 
 
+def test_a_lone_surrogate_is_sent_as_a_json_escape() -> None:
+    message = {"jsonrpc": "2.0", "id": 1, "params": {"text": "a\ud83db"}}
+    data = encode_message(message)
+    assert b"\\ud83d" in data
+    assert read_message(io.BytesIO(data)) == message
+    assert utf16_len("a\ud83db") == 3
+
+
+def test_offset_and_apply_edit_know_every_line_break_lsp_does() -> None:
+    """LSP (and the server) end lines at \\r\\n, \\r or \\n; a file with bare \\r
+    had its edit appended at the end, its old lines kept."""
+    text = "def f():\r    return 1\r\rdef g():\r    return 2\r"
+    assert offset(text, 3, 0) == text.index("def g")
+    edited = apply_edit(
+        text, {"start": {"line": 3, "character": 0}, "end": {"line": 4, "character": 12}}, "G"
+    )
+    assert edited == "def f():\r    return 1\r\rG\r"
+    assert offset("a\r\nb", 1, 0) == 3
+
+
 def test_read_several_messages_and_extra_headers() -> None:
     first = encode_message({"id": 1})
     second = b"Content-Type: application/vscode-jsonrpc; charset=utf-8\r\n" + encode_message(
@@ -268,3 +288,14 @@ def test_server_going_away_fails_pending_requests() -> None:
     client = Client(server.client_reader, server.client_writer, timeout=5)
     with pytest.raises(GroundspecError, match="closed"):
         client.stats()
+
+
+def test_a_failed_initialize_leaves_no_process_behind(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    silent = (
+        f"import os, time; open({str(pid_file)!r}, 'w').write(str(os.getpid())); time.sleep(60)"
+    )
+    with pytest.raises(GroundspecError):
+        Client.spawn([sys.executable, "-c", silent], timeout=1.0)
+    with pytest.raises(ProcessLookupError):
+        os.kill(int(pid_file.read_text()), 0)
