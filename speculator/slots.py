@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import logging
 import os
+import re
 import struct
 import time
 from collections import OrderedDict
@@ -35,6 +36,9 @@ _HEADER_LEN = struct.Struct("<I")
 _MAX_HEADER_BYTES = 4 << 20
 _FINGERPRINT_SAMPLE = 1 << 20
 STALE_TMP_S = 600.0  # a temporary file this old is from a process that died writing it
+# The folder may be one the user chose (kvDir): only files named as ours are ever deleted.
+_SLOT_FILE = re.compile(r"[0-9a-f]{40}\.kv")
+_TEMP_FILE = re.compile(r"[0-9a-f]{40}\.tmp\d+")
 
 
 class SessionState(msgspec.Struct):
@@ -117,7 +121,9 @@ class DiskSlots:
 
     def file_for(self, key: SlotKey) -> Path:
         name = "\0".join((key[0], key[1], self.target_model, self.draft_model or ""))
-        return self.folder / (hashlib.sha256(name.encode()).hexdigest()[:40] + ".kv")
+        # surrogatepass: a path from a file name that is not UTF-8 still has one name
+        digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()
+        return self.folder / (digest[:40] + ".kv")
 
     def save(self, slot: Slot) -> bool:
         """Write the slot (mode 0600, atomically); False with a log line on failure."""
@@ -128,7 +134,7 @@ class DiskSlots:
         header = _Header(
             version=FORMAT_VERSION,
             kind=slot.key[0],
-            path=slot.key[1],
+            path=_storable(slot.key[1]),
             target_model=self.target_model,
             draft_model=self.draft_model,
             target_cells=slot.target.cells,
@@ -143,12 +149,15 @@ class DiskSlots:
         head = msgspec.json.encode(header)
         path = self.file_for(slot.key)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
+        size = len(MAGIC) + _HEADER_LEN.size + len(head) + len(payload)
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-            # Make room first, so the folder stays within its bound while the
-            # new file is written too (the key's old file is replaced anyway).
-            path.unlink(missing_ok=True)
-            self._trim(room=len(MAGIC) + _HEADER_LEN.size + len(head) + len(payload))
+            # Make room first, so the folder stays within its bound while the new
+            # file is written too. The key's old file stays until the new one
+            # replaces it (a failed write keeps it), unless only its place makes room.
+            if not self._trim(room=size, keep=path):
+                path.unlink(missing_ok=True)
+                self._trim(room=size)
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(MAGIC + _HEADER_LEN.pack(len(head)) + head)
@@ -173,20 +182,24 @@ class DiskSlots:
         if found is None:
             return None
         header, offset = found
+        expected = header.target_bytes + header.draft_bytes
         try:
             with path.open("rb") as f:
+                # The header's sizes are checked against the file before reading:
+                # a damaged header must not ask for terabytes.
+                if os.fstat(f.fileno()).st_size - offset != expected:
+                    log.warning("ignoring KV slot %s: truncated or too long", path.name)
+                    return None
                 f.seek(offset)
-                payload = f.read(header.target_bytes + header.draft_bytes + 1)
+                payload = f.read(expected)
         except OSError as exc:
             log.warning("ignoring KV slot %s: %s", path.name, exc)
-            return None
-        if len(payload) != header.target_bytes + header.draft_bytes:
-            log.warning("ignoring KV slot %s: truncated or too long", path.name)
             return None
         if hashlib.sha256(payload).hexdigest() != header.sha256:
             log.warning("ignoring KV slot %s: checksum mismatch (corrupt)", path.name)
             return None
-        os.utime(path)  # least recently used goes first
+        with contextlib.suppress(OSError):  # a read-only folder, or another server's trim
+            os.utime(path)  # least recently used goes first
         target = SessionState(
             payload[: header.target_bytes],
             header.target_cells,
@@ -229,8 +242,10 @@ class DiskSlots:
             return "saved for another target model"
         if header.draft_bytes and header.draft_model != self.draft_model:
             return "saved for another draft model"
-        if (header.kind, header.path) != key:
+        if (header.kind, header.path) != (key[0], _storable(key[1])):
             return "saved for another document"
+        if header.target_bytes < 0 or header.draft_bytes < 0:
+            return "negative payload sizes"
         for cells, segments in (
             (header.target_cells, header.target_segments),
             (header.draft_cells, header.draft_segments),
@@ -239,31 +254,55 @@ class DiskSlots:
                 return "segments outside the saved tokens"
         return None
 
-    def _trim(self, room: int = 0) -> None:
-        """Delete the least recently used files until the folder fits its bound
-        with `room` bytes to spare, and temporary files that a killed process
-        left behind."""
+    def _trim(self, room: int = 0, keep: Path | None = None) -> bool:
+        """Delete the least recently used slot files (never `keep`) until the
+        folder fits its bound with `room` bytes to spare, and temporary files
+        that a killed process left behind. True if it fits."""
         now = time.time()
-        try:
-            for tmp in self.folder.glob("*.tmp*"):
+        for tmp in self._own_files(_TEMP_FILE):
+            with contextlib.suppress(OSError):
                 if now - tmp.stat().st_mtime > STALE_TMP_S:
-                    tmp.unlink(missing_ok=True)
-            files = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.glob("*.kv")]
-        except OSError:
-            return
+                    tmp.unlink()
+        files = []
+        for path in self._own_files(_SLOT_FILE):
+            with contextlib.suppress(OSError):  # gone meanwhile (another server's trim)
+                info = path.stat()
+                files.append((info.st_mtime, info.st_size, path))
         total = sum(size for _m, size, _p in files)
         for _mtime, size, path in sorted(files):
             if total + room <= self.limit_bytes:
                 break
-            path.unlink(missing_ok=True)
-            total -= size
+            if path != keep:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                total -= size
+        return total + room <= self.limit_bytes
+
+    def _own_files(self, name: re.Pattern[str]) -> list[Path]:
+        """The regular files in the folder named as this class names them."""
+        try:
+            entries = list(os.scandir(self.folder))
+        except OSError:
+            return []
+        return [
+            Path(e.path)
+            for e in entries
+            if name.fullmatch(e.name) and e.is_file(follow_symlinks=False)
+        ]
 
     @property
     def nbytes(self) -> int:
-        try:
-            return sum(p.stat().st_size for p in self.folder.glob("*.kv"))
-        except OSError:
-            return 0
+        total = 0
+        for path in self._own_files(_SLOT_FILE):
+            with contextlib.suppress(OSError):
+                total += path.stat().st_size
+        return total
+
+
+def _storable(path: str) -> str:
+    """`path` as JSON can hold it: the lone surrogates of a file name that is not
+    UTF-8 (os.fsdecode) become backslash escapes."""
+    return path.encode("utf-8", "surrogatepass").decode("utf-8", "backslashreplace")
 
 
 def _segments(cells: list[int], spans: list[tuple[int, int]]) -> Segments:

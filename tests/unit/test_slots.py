@@ -1,5 +1,7 @@
 """Per-document KV slots without a model: the LRU bounds and the slot files."""
 
+import errno
+import json
 import logging
 import os
 import stat
@@ -7,7 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from speculator.slots import DiskSlots, RamSlots, SessionState, Slot, model_fingerprint
+from speculator.slots import (
+    _HEADER_LEN,
+    MAGIC,
+    DiskSlots,
+    RamSlots,
+    SessionState,
+    Slot,
+    model_fingerprint,
+)
 
 
 def _slot(kind: str, path: str, nbytes: int, fill: int = 1, window: int | None = 7) -> Slot:
@@ -35,6 +45,15 @@ def test_a_refactor_never_pushes_out_a_documents_completion_state() -> None:
     ram.put(_slot("completion", "b.py", 100))  # over the bound: the refactor goes
     assert ram.get(("refactor", "a.py")) is None
     assert ram.get(("completion", "a.py")) is not None
+
+
+def _with_header(data: bytes, **changes: object) -> bytes:
+    """A slot file with fields of its JSON header changed (a damaged header)."""
+    start = len(MAGIC) + _HEADER_LEN.size
+    (length,) = _HEADER_LEN.unpack(data[len(MAGIC) : start])
+    header = json.loads(data[start : start + length]) | changes
+    head = json.dumps(header).encode()
+    return MAGIC + _HEADER_LEN.pack(len(head)) + head + data[start + length :]
 
 
 @pytest.fixture
@@ -75,6 +94,9 @@ def test_another_models_file_is_refused(
         (lambda b: b[:20] + b"\xff" * 8 + b[28:], "ignoring"),
         (lambda b: b"NOTASLOT" + b[8:], "not a KV slot"),
         (lambda b: b"", "not a KV slot"),
+        (lambda b: _with_header(b, target_bytes=2**40), "truncated or too long"),
+        (lambda b: _with_header(b, target_bytes=2**63 - 1), "truncated or too long"),
+        (lambda b: _with_header(b, target_bytes=-5), "negative payload sizes"),
     ],
 )
 def test_a_damaged_file_is_refused_with_a_log_line(
@@ -154,8 +176,60 @@ def test_the_kv_settings_come_from_the_environment(monkeypatch: pytest.MonkeyPat
 
 def test_a_temporary_file_left_by_a_killed_writer_is_removed(disk: DiskSlots) -> None:
     disk.folder.mkdir(parents=True)
-    left = disk.folder / "abc.tmp123"
+    left = disk.folder / ("0" * 40 + ".tmp123")
     left.write_bytes(b"half a slot")
     os.utime(left, (0, 0))
     assert disk.save(_slot("completion", "a.py", 10))
     assert not left.exists()
+
+
+def test_only_slot_files_are_ever_deleted(disk: DiskSlots) -> None:
+    """kvDir may be a folder the user chose: a Kivy `main.kv`, a `report.tmpl` or
+    a folder named `old.kv` is not ours to delete, however full the folder is."""
+    disk.folder.mkdir(parents=True)
+    theirs = [disk.folder / "main.kv", disk.folder / "report.tmpl", disk.folder / "n.tmp.txt"]
+    for path in theirs:
+        path.write_bytes(b"x" * 3000)
+        os.utime(path, (0, 0))
+    (disk.folder / "old.kv").mkdir()
+    for i in range(12):
+        assert disk.save(_slot("completion", f"/src/{i}.py", 1000, fill=i))
+    assert all(path.exists() for path in theirs) and (disk.folder / "old.kv").is_dir()
+
+
+def test_a_failed_save_keeps_the_slot_saved_before(
+    disk: DiskSlots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = ("completion", "/src/a.py")
+    assert disk.save(_slot(*key, 500, fill=1))
+    import speculator.slots as slots_module
+
+    def full(*_args: object) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(slots_module.os, "open", full)
+    assert not disk.save(_slot(*key, 900, fill=2))
+    monkeypatch.undo()
+    loaded = disk.load(key)
+    assert loaded is not None and loaded.target.data == bytes([1]) * 500
+
+
+def test_a_slot_loads_when_its_time_cannot_be_touched(
+    disk: DiskSlots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read-only folder, or another server's trim between the read and utime."""
+    key = ("completion", "/src/a.py")
+    assert disk.save(_slot(*key, 500))
+    import speculator.slots as slots_module
+
+    def gone(*_args: object) -> None:
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+
+    monkeypatch.setattr(slots_module.os, "utime", gone)
+    assert disk.load(key) is not None
+
+
+def test_a_path_that_is_not_utf8_has_a_slot_file(disk: DiskSlots) -> None:
+    key = ("completion", "/src/caf\udce9.py")  # os.fsdecode of a Latin-1 name
+    assert disk.save(_slot(*key, 100))
+    assert disk.load(key) is not None
