@@ -151,7 +151,11 @@ class Transport:
     async def _request(self, method: str, path: str, body: Any, on_event: OnEvent) -> None:
         url = self.base_url + path
         try:
-            async with self._client.stream(method, path, json=body) as response:
+            content = None if body is None else json_body(body)
+            headers = {"Content-Type": "application/json"} if content is not None else None
+            async with self._client.stream(
+                method, path, content=content, headers=headers
+            ) as response:
                 if response.status_code >= 400:
                     await response.aread()
                     raise _status_error(self.name, url, response)
@@ -182,6 +186,14 @@ class Transport:
             ) from None
         except httpx.HTTPError as exc:
             raise EngineError(f"{self.name} at {url}: {_reason(exc)}") from None
+
+
+def json_body(body: Any) -> bytes:
+    """`body` as UTF-8 JSON. A lone surrogate (a file name that is not UTF-8, an
+    editor's half emoji) becomes "?", as the local engine's tokenizer reads it:
+    httpx raised UnicodeEncodeError, and a JSON escape of one is refused by
+    llama-server's parser."""
+    return json.dumps(body, ensure_ascii=False).encode("utf-8", "replace")
 
 
 def _reason(exc: Exception) -> str:

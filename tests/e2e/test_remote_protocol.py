@@ -227,6 +227,20 @@ def test_completion_sends_grounding_and_maps_stats(fake: tuple[Fake, str]) -> No
     }
 
 
+def test_a_lone_surrogate_travels_as_a_replacement(fake: tuple[Fake, str]) -> None:
+    """A file name that is not UTF-8 (os.fsdecode gives lone surrogates) or an
+    editor's half emoji: httpx raised UnicodeEncodeError, on every keystroke."""
+    state, url = fake
+    engine = llama(url)
+    head = "# caf\udce9\n"
+    request = CompletionRequest(
+        text=head + SOURCE, cursor=len(head) + CURSOR, path="/w/caf\udce9.py"
+    )
+    assert engine.complete(request).text == "area(w, h) * d"
+    body = posts(state)[-1]
+    assert body["prompt"].startswith("<|fim_prefix|>") and "caf?" in body["prompt"]
+
+
 def test_a_keystroke_only_appends_to_the_prompt(fake: tuple[Fake, str]) -> None:
     """What was typed since the anchor starts the FIM middle, so the server's
     cached prompt stays a prefix and a keystroke costs it a few tokens."""
