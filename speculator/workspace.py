@@ -49,6 +49,7 @@ SOURCE_EXTENSIONS = frozenset(
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
 MAX_TOP_WATCHES = 16  # inotify instances per index, beyond it one recursive watch
 STICKY = 1.25  # score bonus for chunks returned last time: keeps the prompt prefix stable
+MAX_GITIGNORE_BYTES = 1 << 20  # read of a .gitignore: a huge one must not stall the scan
 
 
 class IndexLimits(msgspec.Struct, frozen=True, kw_only=True):
@@ -178,16 +179,18 @@ class WorkspaceIndex:
         return self._ready.wait(timeout)
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Stop the worker and the watchdog observer; the index stays readable."""
+        """Stop the worker, which stops the observer; the index stays readable.
+
+        Safe at any moment and more than once. Waits at most `timeout` seconds:
+        a worker still busy then (e.g. in a slow file system call) is a daemon
+        thread that ends on its own and does not keep the process alive.
+        """
         with self._wake:
             self._stopping = True
             self._wake.notify_all()
-        if self._worker is not None:
-            self._worker.join(timeout)
-        if self._observer is not None:
-            self._observer.stop()
-            self._observer.join(timeout)
-            self._observer = None
+        worker = self._worker
+        if worker is not None and worker is not threading.current_thread() and worker.is_alive():
+            worker.join(timeout)
 
     def __enter__(self) -> WorkspaceIndex:
         return self.start()
@@ -206,7 +209,7 @@ class WorkspaceIndex:
         """
         if limit <= 0:
             return []
-        own = os.path.realpath(path) if path else None
+        own = _resolve(path) if path else None  # None also for a path the OS rejects
         words = identifiers(query)
         with self._lock:
             chosen = self._choose(own, self._score(words, own), limit)
@@ -280,13 +283,19 @@ class WorkspaceIndex:
 
     def _snippet(self, chunk: Chunk) -> Snippet:
         rel = os.path.relpath(chunk.path, self.root).replace(os.sep, "/")
-        return Snippet(path=rel, text=chunk.text)
+        return Snippet(path=_printable(rel), text=chunk.text)
 
     # -- the worker thread
 
     def _run(self) -> None:
+        try:
+            self._index_and_follow()
+        finally:
+            self._stop_observer()
+
+    def _index_and_follow(self) -> None:
         started = time.monotonic()
-        if self._watch:
+        if self._watch and not self._stopping:
             self._start_observer()  # before the scan, so no edit falls between
         self._scan_tree(self.root)
         self._ready.set()
@@ -318,7 +327,9 @@ class WorkspaceIndex:
 
     def schedule(self, path: str) -> None:
         """Re-read `path` (file or directory) soon, e.g. on didSave when not watching."""
-        self._enqueue(os.path.realpath(path))
+        resolved = _resolve(path)
+        if resolved is not None:  # a path the OS rejects names no file
+            self._enqueue(resolved)
 
     def _enqueue(self, path: str) -> None:
         """Queue an absolute, resolved path; bursts on one path coalesce."""
@@ -389,23 +400,25 @@ class WorkspaceIndex:
             stack.extend(reversed(subdirs))
 
     def _load_rules(self, directory: str) -> None:
-        try:
-            with open(os.path.join(directory, ".gitignore"), encoding="utf-8") as f:
-                self._rules[directory] = parse_gitignore(f.read())
-        except (OSError, UnicodeDecodeError):
+        text = _read_gitignore(os.path.join(directory, ".gitignore"))
+        if text is None:
             self._rules.pop(directory, None)
+        else:
+            self._rules[directory] = parse_gitignore(text)
 
     def _matches(self, path: str, is_dir: bool) -> bool:
         """Do the .gitignore rules of `path`'s ancestors exclude it? (last match wins)"""
         bases = []
         directory = os.path.dirname(path)
-        while len(directory) >= len(self.root):
+        while _under(directory, self.root):
             if directory in self._rules:
                 bases.append(directory)
+            if directory == self.root:
+                break  # dirname("/") is "/": the root must end the walk
             directory = os.path.dirname(directory)
         excluded = False
         for base in reversed(bases):
-            rel = path[len(base) + 1 :].replace(os.sep, "/")
+            rel = _relative(path, base).replace(os.sep, "/")
             for rule in self._rules[base]:
                 if (is_dir or not rule.dir_only) and rule.regex.match(rel):
                     excluded = not rule.negate
@@ -418,7 +431,7 @@ class WorkspaceIndex:
         if not _under(path, self.root):
             return True
         current = self.root
-        parts = path[len(self.root) + 1 :].split(os.sep)
+        parts = _relative(path, self.root).split(os.sep)
         for i, name in enumerate(parts):
             current = os.path.join(current, name)
             as_dir = is_dir or i < len(parts) - 1
@@ -429,6 +442,9 @@ class WorkspaceIndex:
     def _index_file(self, path: str, st: os.stat_result) -> None:
         entry = self._files.get(path)  # only this thread writes _files
         if entry is not None and (entry.mtime_ns, entry.size) == (st.st_mtime_ns, st.st_size):
+            return
+        if st.st_size > self.limits.max_file_bytes or not self._has_room(entry, st.st_size):
+            self._remove(path)  # not read: a full index must not read every file
             return
         text = _read_source(path, self.limits.max_file_bytes) if st.st_size else ""
         if text is None:
@@ -441,6 +457,25 @@ class WorkspaceIndex:
             if self._fits(chunks):
                 self._add_locked(path, st, chunks)
 
+    def _has_room(self, entry: _FileEntry | None, size: int) -> bool:
+        """Could a file of `size` bytes fit, replacing `entry`? (before reading it)
+
+        A file has at most as many characters as bytes, and a non-empty one
+        makes at least one chunk.
+        """
+        files, chunks, chars = len(self._files), len(self._chunks), self._total_chars
+        if entry is not None:  # its old version makes way
+            files -= 1
+            chunks -= len(entry.chunk_ids)
+            chars -= sum(len(self._chunks[cid].text) for cid in entry.chunk_ids)
+        limits = self.limits
+        room = (
+            files < limits.max_files
+            and chunks + int(size > 0) <= limits.max_chunks
+            and chars + size <= limits.max_total_chars
+        )
+        return room or self._log_full()
+
     def _fits(self, chunks: list[Chunk]) -> bool:
         limits = self.limits
         fits = (
@@ -448,7 +483,11 @@ class WorkspaceIndex:
             and len(self._chunks) + len(chunks) <= limits.max_chunks
             and self._total_chars + sum(len(c.text) for c in chunks) <= limits.max_total_chars
         )
-        if not fits and not self._full_logged:
+        return fits or self._log_full()
+
+    def _log_full(self) -> bool:
+        """Warn once that the index is full; False, for `fits or self._log_full()`."""
+        if not self._full_logged:
             log.warning(
                 "workspace index full (%d files, %d chunks, %d chars); skipping more files",
                 len(self._files),
@@ -456,7 +495,7 @@ class WorkspaceIndex:
                 self._total_chars,
             )
             self._full_logged = True
-        return fits
+        return False
 
     def _add_locked(self, path: str, st: os.stat_result, chunks: list[Chunk]) -> None:
         chunk_ids = []
@@ -508,12 +547,28 @@ class WorkspaceIndex:
         watch is one inotify instance (128 per user by default), so a root
         with many top-level directories is watched recursively instead.
         """
-        self._observer = Observer()
         self._load_rules(self.root)
-        recursive = len(self._top_dirs()) > MAX_TOP_WATCHES
-        self._schedule_watch(self.root, recursive=recursive)
-        self._watch_top_dirs()
-        self._observer.start()
+        try:
+            # watchdog adds the scheduled watches only in start(): both raise
+            # OSError for the inotify limits or a root that is gone.
+            self._observer = Observer()
+            recursive = len(self._top_dirs()) > MAX_TOP_WATCHES
+            self._schedule_watch(self.root, recursive=recursive)
+            self._watch_top_dirs()
+            self._observer.start()
+        except OSError as e:
+            log.warning("cannot watch %s: %s; edits will not be seen", self.root, e)
+            self._stop_observer()
+
+    def _stop_observer(self) -> None:
+        """Stop the observer, started or not (stop() also frees its inotify instance)."""
+        observer, self._observer = self._observer, None
+        self._watches.clear()
+        if observer is None:
+            return
+        observer.stop()
+        if observer.is_alive():
+            observer.join(5.0)
 
     def _top_dirs(self) -> list[str]:
         try:
@@ -595,14 +650,56 @@ def _under(path: str, top: str) -> bool:
     return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
 
 
+def _relative(path: str, top: str) -> str:
+    """`path` relative to `top`, a directory above it (the root "/" included)."""
+    return path[len(top.rstrip(os.sep)) + 1 :]
+
+
+def _resolve(path: str) -> str | None:
+    """The resolved absolute path; None for one the OS rejects (NUL, lone surrogate)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):  # UnicodeEncodeError is a ValueError
+        return None
+
+
+def _printable(path: str) -> str:
+    """`path` without the lone surrogates os.fsdecode makes of non-UTF-8 names
+    (they cannot be encoded for the wire): each bad byte becomes U+FFFD."""
+    return os.fsencode(path).decode("utf-8", errors="replace")
+
+
+def _read_regular(path: str, max_bytes: int) -> bytes | None:
+    """Up to `max_bytes` of a regular file; None for anything else (a FIFO would
+    block the reader) or when unreadable."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except (OSError, ValueError):
+        return None
+    with open(fd, "rb") as f:
+        try:
+            return f.read(max_bytes) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        except OSError:
+            return None
+
+
+def _read_gitignore(path: str) -> str | None:
+    """The text of a regular .gitignore, up to the last whole line of its first MiB."""
+    data = _read_regular(path, MAX_GITIGNORE_BYTES)
+    if data is None:
+        return None
+    if len(data) == MAX_GITIGNORE_BYTES:
+        data = data[: data.rfind(b"\n") + 1]  # no rule from a cut line
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
 def _read_source(path: str, max_bytes: int) -> str | None:
     """The file's text, or None when it is too big, binary or unreadable."""
-    try:
-        with open(path, "rb") as f:
-            data = f.read(max_bytes + 1)
-    except OSError:
-        return None
-    if len(data) > max_bytes or b"\0" in data[:8192]:
+    data = _read_regular(path, max_bytes + 1)
+    if data is None or len(data) > max_bytes or b"\0" in data[:8192]:
         return None
     return data.decode("utf-8", errors="replace")
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import shutil
 import threading
@@ -11,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from speculator import workspace
 from speculator.chunks import identifiers, split_lines
 from speculator.types import Snippet
 from speculator.workspace import MAX_TOP_WATCHES, IndexLimits, WorkspaceIndex, parse_gitignore
@@ -24,6 +27,16 @@ def eventually(predicate: Callable[[], bool], timeout: float = 1.0) -> bool:
             return True
         time.sleep(0.01)
     return predicate()
+
+
+def finishes(work: Callable[[], object], timeout: float = 2.0) -> object:
+    """`work()`'s result; fails the test when it runs past `timeout` (it may spin)."""
+    result: list[object] = []
+    thread = threading.Thread(target=lambda: result.append(work()), daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), "still running"
+    return result[0]
 
 
 def write(root: Path, rel: str, text: str) -> Path:
@@ -136,6 +149,62 @@ def test_caps_bound_files_chunks_and_text(tmp_path: Path) -> None:
         assert stats["files"] < 20
 
 
+def test_filesystem_root_and_a_trailing_slash_end_the_ancestor_walk(tmp_path: Path) -> None:
+    index = WorkspaceIndex("/", watch=False)
+    index._rules["/"] = parse_gitignore("etc/\n/top.py\n")
+    assert finishes(lambda: index._matches("/etc", True))
+    assert finishes(lambda: index._matches("/top.py", False))
+    assert not finishes(lambda: index._matches("/usr/top.py", False))
+    assert finishes(lambda: index._ignored("/etc/deep/x.py", False))
+    assert not finishes(lambda: index._ignored("/usr/x.py", False))
+
+    write(tmp_path, ".gitignore", "gen/\n")
+    write(tmp_path, "gen/a.py", "x = 1\n")
+    write(tmp_path, "src/b.py", "x = 1\n")
+    with WorkspaceIndex(str(tmp_path) + os.sep, watch=False) as index:
+        assert index.root == str(tmp_path)
+        assert index.wait_ready(5)
+        assert indexed(index) == {"src/b.py"}
+
+
+def test_a_full_index_reads_no_more_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    reads: list[str] = []
+    read_source = workspace._read_source
+
+    def counting(path: str, max_bytes: int) -> str | None:
+        reads.append(os.path.basename(path))
+        return read_source(path, max_bytes)
+
+    monkeypatch.setattr(workspace, "_read_source", counting)
+    for limits, cap in ((IndexLimits(max_files=3), 3), (IndexLimits(max_total_chars=120), 2)):
+        for i in range(10):
+            write(tmp_path, f"m{i}.py", f"value_{i} = {i:040d}\n")  # 51 bytes
+        reads.clear()
+        with WorkspaceIndex(str(tmp_path), limits, watch=False) as index:
+            assert index.wait_ready(5)
+            assert len(index.files()) == cap
+            assert reads == [f"m{i}.py" for i in range(cap)]
+            # A file already in a full index may still change.
+            write(tmp_path, "m0.py", "changed_value = 1\n")
+            index.schedule(str(tmp_path / "m0.py"))
+            assert eventually(lambda: _texts(index, "changed_value") != [])
+
+
+def test_a_gitignore_is_read_only_when_regular_and_only_its_first_mib(tmp_path: Path) -> None:
+    write(tmp_path, "src/a.py", "x = 1\n")
+    write(tmp_path, "src/skip.py", "x = 1\n")
+    os.mkfifo(tmp_path / "src" / ".gitignore")  # open() would wait for a writer
+    with WorkspaceIndex(str(tmp_path), watch=False) as index:
+        assert index.wait_ready(2)
+        assert indexed(index) == {"src/a.py", "src/skip.py"}
+    # Rules past the first MiB are not read (a generated file must not stall the scan).
+    padding = ("#" * 99 + "\n") * (workspace.MAX_GITIGNORE_BYTES // 100 + 1)
+    write(tmp_path, ".gitignore", "skip.py\n" + padding + "*.py\n")
+    with WorkspaceIndex(str(tmp_path), watch=False) as index:
+        assert index.wait_ready(5)
+        assert indexed(index) == {"src/a.py"}
+
+
 # ---------------------------------------------------------------- watching
 
 
@@ -214,6 +283,72 @@ def test_stop_shuts_the_observer_down(tmp_path: Path) -> None:
     index.stop()
     assert not observer.is_alive() and not worker.is_alive()
     assert index.related(None, "anything", 3) == []  # still readable after stop
+
+
+def test_stop_at_any_moment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    WorkspaceIndex(str(tmp_path)).stop()  # never started
+    # Stopped while the worker holds an observer that has not started yet.
+    release = threading.Event()
+    top_dirs = WorkspaceIndex._top_dirs
+
+    def slow_top_dirs(self: WorkspaceIndex) -> list[str]:
+        release.wait(5)
+        return top_dirs(self)
+
+    monkeypatch.setattr(WorkspaceIndex, "_top_dirs", slow_top_dirs)
+    index = WorkspaceIndex(str(tmp_path)).start()
+    assert eventually(lambda: index._observer is not None)
+    started = time.monotonic()
+    index.stop(timeout=0.2)
+    assert time.monotonic() - started < 1
+    release.set()
+    worker = index._worker
+    assert worker is not None
+    worker.join(5)
+    assert not worker.is_alive() and index._observer is None
+    index.stop()  # again
+
+
+def refuse_to_watch() -> None:
+    raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+
+def no_inotify_instance(**kwargs: object) -> None:
+    raise OSError(errno.EMFILE, "inotify instance limit reached")
+
+
+@pytest.mark.parametrize("failure", ["Observer()", "observer.start()", "no root"])
+def test_a_failed_watch_leaves_a_working_index(
+    failure: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    write(tmp_path, "src/app.py", "def main():\n    return 1\n")
+    root = tmp_path
+    if failure == "Observer()":
+        monkeypatch.setattr(workspace, "Observer", no_inotify_instance)
+    elif failure == "observer.start()":
+        observer = workspace.Observer()
+
+        def failing_observer(**kwargs: object) -> object:
+            monkeypatch.setattr(observer, "start", refuse_to_watch)
+            return observer
+
+        monkeypatch.setattr(workspace, "Observer", failing_observer)
+    else:
+        root = tmp_path / "gone"
+    with caplog.at_level(logging.WARNING, logger="speculator.workspace"):
+        with WorkspaceIndex(str(root)) as index:
+            assert index.wait_ready(5)
+            assert index._observer is None
+            if root == tmp_path:
+                assert indexed(index) == {"src/app.py"}
+                write(tmp_path, "src/saved.py", "x = 1\n")  # seen on schedule (didSave)
+                index.schedule(str(tmp_path / "src" / "saved.py"))
+                assert eventually(lambda: "src/saved.py" in indexed(index))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "cannot watch" in warnings[0], warnings
 
 
 def test_related_is_safe_while_files_change(watched: WorkspaceIndex, tmp_path: Path) -> None:
@@ -308,6 +443,26 @@ def test_related_is_stable_across_keystrokes(project: WorkspaceIndex) -> None:
     # Another file's history does not change this one's answer.
     project.related(None, "parse_header format_header", 3)
     assert paths(project.related(path, query, 3)) == paths(first)
+
+
+def test_related_treats_a_path_the_os_rejects_as_unknown(project: WorkspaceIndex) -> None:
+    query = "parse_header(line)"
+    expected = paths(project.related(None, query, 2))
+    assert expected
+    for bad in ("/src/a\0b.py", "/src/\ud800.py", "\0"):
+        assert paths(project.related(bad, query, 2)) == expected
+        project.schedule(bad)  # ignored, no error
+
+
+def test_a_file_name_that_is_not_utf8_gives_a_printable_snippet_path(tmp_path: Path) -> None:
+    name = os.path.join(os.fsencode(tmp_path), b"caf\xe9_helpers.py")
+    with open(name, "wb") as f:
+        f.write(b"def compute_widget_total(widget_items):\n    return 0\n")
+    with WorkspaceIndex(str(tmp_path), watch=False) as index:
+        assert index.wait_ready(5)
+        snippets = index.related(str(tmp_path / "main.py"), "compute_widget_total", 2)
+    assert paths(snippets) == ["caf\ufffd_helpers.py"]
+    snippets[0].path.encode("utf-8")  # a lone surrogate would raise here
 
 
 def paths(snippets: list[Snippet]) -> list[str]:
