@@ -48,6 +48,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(levelname)s %(name)s: %(message)s",
     )
+    if args.command in ("complete", "refactor") and not args.verbose:
+        # A remote backend logs "cannot reach ..." once for a server's log; here the
+        # same words are the command's one-line error, printed below.
+        logging.getLogger("speculator.backends.http").setLevel(logging.ERROR)
     try:
         code = args.run(args)
     except (UsageError, EngineError) as exc:

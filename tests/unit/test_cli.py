@@ -261,3 +261,9 @@ def test_python_m_lsp_server_checks_its_flags_too() -> None:
     )
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "invalid --tcp address 'nohost'" in proc.stderr
+
+
+def test_a_remote_backend_that_is_down_is_one_line(source: Path) -> None:
+    down = ["--backend", "llama-server", "--backend-url", "http://127.0.0.1:1"]
+    proc = groundspec("complete", f"{source}:2:5", *down)
+    assert_clean_error(proc, "cannot reach llama-server at http://127.0.0.1:1")
