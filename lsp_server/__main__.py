@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from .options import load_startup_config
-from .server import parse_tcp, run_server
-from .startup import check_log_file
+from .server import run_server
+from .startup import check_serve_flags
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -17,9 +17,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--fake", action="store_true", help="use the deterministic fake engine")
     args = parser.parse_args(argv)
     try:
-        if args.tcp:
-            parse_tcp(args.tcp)
-        check_log_file(args.log_file)
+        check_serve_flags(args.tcp, None, args.log_file)
     except ValueError as exc:
         parser.error(str(exc))
     config = load_startup_config(args.config, fake=args.fake)

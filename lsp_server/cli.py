@@ -29,6 +29,7 @@ from speculator.types import (
 from speculator.validate import check_text, instruction_problem
 
 from .convert import LineIndex
+from .startup import check_serve_flags
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +211,10 @@ def run_serve(args: argparse.Namespace) -> int:
     ):
         if getattr(args, flag) is not None:
             os.environ[env] = str(getattr(args, flag))
-    check_serve_flags(args)
+    try:
+        check_serve_flags(args.tcp, args.http, args.log_file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     config = load_startup_config(args.config, fake=args.fake, use_draft=not args.no_draft)
     if args.http:
         from .http import run_http, run_with_lsp
@@ -220,22 +224,6 @@ def run_serve(args: argparse.Namespace) -> int:
         return run_http(config, args.http, log_file=args.log_file)
     run_server(config, tcp=args.tcp, log_file=args.log_file)
     return 0
-
-
-def check_serve_flags(args: argparse.Namespace) -> None:
-    """Addresses and the log file, before anything loads: a one-line error, not a traceback."""
-    from .http import parse_http
-    from .server import parse_tcp
-    from .startup import check_log_file
-
-    try:
-        if args.http:
-            parse_http(args.http)
-        if args.tcp:
-            parse_tcp(args.tcp)
-        check_log_file(args.log_file)
-    except ValueError as exc:
-        raise UsageError(str(exc)) from None
 
 
 # -- complete / refactor ------------------------------------------------------------

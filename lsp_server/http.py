@@ -48,7 +48,7 @@ from .logs import request_id, setup_logging
 from .options import ServerOptions, StartupConfig
 from .scheduler import EngineUnavailable
 from .service import CompletionService
-from .startup import ListenError, cannot_listen, say_error
+from .startup import ListenError, cannot_listen, parse_http, parse_tcp, say_error
 
 if TYPE_CHECKING:
     from .protocol import GroundspecProtocol
@@ -681,15 +681,6 @@ def _timings(result: RefactorResult) -> dict[str, Any]:
 # -- serving --------------------------------------------------------------------------
 
 
-def parse_http(address: str) -> tuple[str, int]:
-    """ "PORT", ":PORT" or "HOST:PORT"; loopback unless a host is given."""
-    host, _, port = address.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or not 0 <= int(port) < 65536:
-        raise ValueError(f"invalid --http address {address!r} (want [HOST:]PORT)")
-    return host, int(port)
-
-
 async def start_http(front: FrontDoor, host: str, port: int) -> web.AppRunner:
     """Listen on host:port on the running loop; the caller cleans the runner up."""
     runner = web.AppRunner(front.app(), handler_cancellation=True, access_log=None)
@@ -750,7 +741,7 @@ def run_with_lsp(
     GroundspecServer.start_io/start_tcp each run a loop of their own, so this runs
     the protocol's message loop (protocol.py's framing) itself, next to aiohttp. Ends the process like run_server: 0 after
     shutdown + exit, 1 if the LSP client went away without them."""
-    from .server import create_server, end_process, parse_tcp
+    from .server import create_server, end_process
 
     setup_logging(log_file)
     host, port = parse_http(address)

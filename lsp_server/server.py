@@ -36,7 +36,7 @@ from .logs import setup_logging, traced
 from .options import ServerOptions, StartupConfig
 from .protocol import GroundspecProtocol, MalformedResponse, make_converter
 from .service import CompletionService, load_fix, range_dict
-from .startup import ListenError, cannot_listen, say_error
+from .startup import ListenError, cannot_listen, parse_tcp, say_error
 
 log = logging.getLogger(__name__)
 
@@ -542,15 +542,6 @@ def create_server(startup: StartupConfig) -> GroundspecServer:
     ls.command(ACCEPTED_COMMAND)(cmd_accepted)
     ls.command(STATS_COMMAND)(cmd_stats)
     return ls
-
-
-def parse_tcp(address: str) -> tuple[str, int]:
-    """ "PORT", ":PORT" or "HOST:PORT"; loopback unless a host is given."""
-    host, _, port = address.rpartition(":")
-    host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"invalid --tcp address {address!r} (want HOST:PORT or PORT)")
-    return host, int(port)
 
 
 def run_server(

@@ -19,6 +19,33 @@ def cannot_listen(host: str, port: int, error: OSError) -> ListenError:
     return ListenError(f"cannot listen on {host}:{port}: {error.strerror or error}")
 
 
+def parse_tcp(address: str) -> tuple[str, int]:
+    """`--tcp`: "PORT", ":PORT" or "HOST:PORT"; loopback unless a host is given."""
+    return _parse_address(address, "--tcp", lowest_port=1, want="HOST:PORT or PORT")
+
+
+def parse_http(address: str) -> tuple[str, int]:
+    """`--http`: the same, and port 0 picks a free one."""
+    return _parse_address(address, "--http", lowest_port=0, want="[HOST:]PORT")
+
+
+def _parse_address(address: str, flag: str, *, lowest_port: int, want: str) -> tuple[str, int]:
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "127.0.0.1"
+    if not port.isdigit() or not lowest_port <= int(port) < 65536:
+        raise ValueError(f"invalid {flag} address {address!r} (want {want})")
+    return host, int(port)
+
+
+def check_serve_flags(tcp: str | None, http: str | None, log_file: str | None) -> None:
+    """Addresses and the log file, checked before anything loads: ValueError if bad."""
+    if http:
+        parse_http(http)
+    if tcp:
+        parse_tcp(tcp)
+    check_log_file(log_file)
+
+
 def check_log_file(path: str | None) -> None:
     """Raise ValueError if `path` cannot be opened for appending."""
     if not path:
