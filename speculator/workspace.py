@@ -468,25 +468,23 @@ class WorkspaceIndex:
             files -= 1
             chunks -= len(entry.chunk_ids)
             chars -= sum(len(self._chunks[cid].text) for cid in entry.chunk_ids)
-        limits = self.limits
-        room = (
-            files < limits.max_files
-            and chunks + int(size > 0) <= limits.max_chunks
-            and chars + size <= limits.max_total_chars
-        )
-        return room or self._log_full()
+        return self._within(files + 1, chunks + int(size > 0), chars + size)
 
     def _fits(self, chunks: list[Chunk]) -> bool:
-        limits = self.limits
-        fits = (
-            len(self._files) < limits.max_files
-            and len(self._chunks) + len(chunks) <= limits.max_chunks
-            and self._total_chars + sum(len(c.text) for c in chunks) <= limits.max_total_chars
+        added = sum(len(c.text) for c in chunks)
+        return self._within(
+            len(self._files) + 1, len(self._chunks) + len(chunks), self._total_chars + added
         )
-        return fits or self._log_full()
 
-    def _log_full(self) -> bool:
-        """Warn once that the index is full; False, for `fits or self._log_full()`."""
+    def _within(self, files: int, chunks: int, chars: int) -> bool:
+        """Are these totals within the limits? Warns once when they are not."""
+        limits = self.limits
+        if (
+            files <= limits.max_files
+            and chunks <= limits.max_chunks
+            and chars <= limits.max_total_chars
+        ):
+            return True
         if not self._full_logged:
             log.warning(
                 "workspace index full (%d files, %d chunks, %d chars); skipping more files",
