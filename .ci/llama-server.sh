@@ -12,8 +12,10 @@ else
     CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/groundspec"
 fi
 DEST="$CACHE/llama-server/$VERSION"
+# The flags this machine needs (.ci/cpu-flags.sh); a binary built with others is rebuilt.
+FLAGS="$(bash "$(dirname "$0")/cpu-flags.sh")"
 
-if [[ -x "$DEST/llama-server" ]]; then
+if [[ -x "$DEST/llama-server" && "$(cat "$DEST/build-flags" 2>/dev/null)" == "$FLAGS" ]]; then
     echo "llama-server $VERSION already built: $DEST/llama-server"
     exit 0
 fi
@@ -28,11 +30,13 @@ tar -xzf "llama_cpp_python-$VERSION.tar.gz"
 cd "llama_cpp_python-$VERSION/vendor/llama.cpp"
 
 # BUILD_SHARED_LIBS=OFF: one self-contained binary that still runs after the build tree is gone.
-cmake -B build -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_UI=OFF \
+CFLAGS="${CFLAGS:-} $FLAGS" CXXFLAGS="${CXXFLAGS:-} $FLAGS" \
+    cmake -B build -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_UI=OFF \
     -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
 cmake --build build -j2 --target llama-server
 
 mkdir -p "$DEST"
 cp build/bin/llama-server "$DEST/llama-server.tmp"
 mv "$DEST/llama-server.tmp" "$DEST/llama-server"
+printf '%s' "$FLAGS" >"$DEST/build-flags"
 echo "llama-server $VERSION built: $DEST/llama-server"
