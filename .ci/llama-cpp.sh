@@ -8,14 +8,9 @@
 # flags it was built with; CMAKE_ARGS (e.g. -DGGML_CUDA=on) count as flags too.
 set -euo pipefail
 
-VERSION=0.3.36
-if [[ -n "${GROUNDSPEC_CACHE:-}" ]]; then
-    CACHE="$GROUNDSPEC_CACHE"
-else
-    CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/groundspec"
-fi
+# shellcheck source=.ci/llama-build.sh
+. "$(dirname "$0")/llama-build.sh"  # VERSION, CACHE, FLAGS
 PYTHON="${PYTHON:-python3}"
-FLAGS="$(bash "$(dirname "$0")/cpu-flags.sh")"
 TAG="$(printf '%s|%s' "$FLAGS" "${CMAKE_ARGS:-}" | sha256sum | cut -c1-12)"
 WHEELS="$CACHE/wheels/llama-cpp-python-$VERSION-$TAG"
 

@@ -5,15 +5,9 @@
 # is cached by version and later runs return at once.
 set -euo pipefail
 
-VERSION=0.3.36
-if [[ -n "${GROUNDSPEC_CACHE:-}" ]]; then
-    CACHE="$GROUNDSPEC_CACHE"
-else
-    CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/groundspec"
-fi
-DEST="$CACHE/llama-server/$VERSION"
-# The flags this machine needs (.ci/cpu-flags.sh); a binary built with others is rebuilt.
-FLAGS="$(bash "$(dirname "$0")/cpu-flags.sh")"
+# shellcheck source=.ci/llama-build.sh
+. "$(dirname "$0")/llama-build.sh"  # VERSION, CACHE, FLAGS
+DEST="$CACHE/llama-server/$VERSION"  # a binary built with other FLAGS is rebuilt
 
 if [[ -x "$DEST/llama-server" && "$(cat "$DEST/build-flags" 2>/dev/null)" == "$FLAGS" ]]; then
     echo "llama-server $VERSION already built: $DEST/llama-server"
