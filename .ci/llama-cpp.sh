@@ -17,9 +17,8 @@ WHEELS="$CACHE/wheels/llama-cpp-python-$VERSION-$TAG"
 if ! compgen -G "$WHEELS/*.whl" >/dev/null; then
     echo "building llama-cpp-python $VERSION (flags: ${FLAGS:-none}; about 10 minutes on 2 cores)"
     rm -rf "$WHEELS.tmp"
-    CFLAGS="${CFLAGS:-} $FLAGS" CXXFLAGS="${CXXFLAGS:-} $FLAGS" "$PYTHON" -m pip wheel -q \
-        --no-deps --no-cache-dir --no-binary llama-cpp-python "llama-cpp-python==$VERSION" \
-        -w "$WHEELS.tmp"
+    "$PYTHON" -m pip wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
+        "llama-cpp-python==$VERSION" -w "$WHEELS.tmp"
     mv "$WHEELS.tmp" "$WHEELS"
 fi
 "$PYTHON" -m pip install -q --force-reinstall --no-deps "$WHEELS"/*.whl

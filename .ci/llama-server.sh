@@ -24,8 +24,7 @@ tar -xzf "llama_cpp_python-$VERSION.tar.gz"
 cd "llama_cpp_python-$VERSION/vendor/llama.cpp"
 
 # BUILD_SHARED_LIBS=OFF: one self-contained binary that still runs after the build tree is gone.
-CFLAGS="${CFLAGS:-} $FLAGS" CXXFLAGS="${CXXFLAGS:-} $FLAGS" \
-    cmake -B build -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_UI=OFF \
+cmake -B build -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_UI=OFF \
     -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_CURL=OFF -DCMAKE_BUILD_TYPE=Release -DBUILD_SHARED_LIBS=OFF
 cmake --build build -j2 --target llama-server
 

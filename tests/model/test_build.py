@@ -13,7 +13,6 @@ import subprocess
 import sys
 
 from speculator import provision
-from speculator.models import resolve_path
 
 EVAL_ONE_BATCH = """
 import sys
@@ -25,7 +24,7 @@ print(len(model.eval_tokens))
 
 
 def test_the_target_evaluates_a_batch_in_this_build() -> None:
-    path = resolve_path(None, provision.TARGET)
+    path = provision.resolve(provision.TARGET)
     done = subprocess.run(
         [sys.executable, "-c", EVAL_ONE_BATCH, str(path)],
         capture_output=True,
