@@ -1,11 +1,15 @@
 """The peer row: llama.cpp's own llama-server on the same prompts and model.
 
-For each variant (plain, `--spec-type ngram-simple`, `--spec-type ngram-mod`)
-one server starts on a loopback port and gets every task's exact prompt tokens
-(those groundspec's `off` run evaluated) through `/completion`, with greedy
-sampling and `n_predict` set to the number of tokens `off` generated. Its
-decode speed is `timings.predicted_per_second`: prompt evaluation is excluded,
-as it is from groundspec's decode tokens/s.
+One server per variant (plain, `--spec-type ngram-simple`, `--spec-type ngram-mod`)
+starts on a loopback port before groundspec's own runs, and each task's exact prompt
+tokens (those groundspec's `off` run evaluated) go to every variant through
+`/completion` right after groundspec has run that task, with greedy sampling and
+`n_predict` set to the number of tokens `off` generated. Interleaved so, a host whose
+speed drifts over minutes moves both sides of a ratio alike: in separate passes
+minutes apart, llama-server's plain speed on one task moved by 26% between two runs
+(docs/benchmarks.md, "`off` against llama-server plain in one window"). Its decode
+speed is `timings.predicted_per_second`: prompt evaluation is excluded, as it is from
+groundspec's decode tokens/s. The idle servers wait on their sockets and use no CPU.
 
 The binary is built from the llama.cpp vendored in the pinned llama-cpp-python
 (see the remote-engine issue); without it the row is skipped with a note.
@@ -21,6 +25,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from contextlib import ExitStack
 from pathlib import Path
 from types import TracebackType
 
@@ -122,22 +127,46 @@ class LlamaServer:
         return list(reply.get("tokens") or []), float(reply["timings"]["predicted_per_second"])
 
 
-def run_peer(binary: Path, model: Path, threads: int, off_runs: list[Run]) -> list[PeerRow]:
-    """Every variant on every task that `off` ran (its prompt and token count)."""
-    runs = [r for r in off_runs if r.prompt and r.tokens]
-    rows = {r.task: PeerRow(r.task, r.kind, r.split) for r in runs}
-    outputs: dict[tuple[str, str], list[int]] = {}
-    for variant in PEER_VARIANTS:
-        with LlamaServer(binary, model, threads, VARIANT_FLAGS[variant]) as server:
-            for run in runs:
-                tokens, rate = server.complete(run.prompt, len(run.tokens))
-                rows[run.task].tokens_per_s[variant] = round(rate, 2)
-                outputs[(run.task, variant)] = tokens
-                log.warning("peer %s %-12s %.2f tok/s", run.task, variant, rate)
-    for run in runs:
-        row = rows[run.task]
-        plain = outputs.get((run.task, "plain"))
-        row.plain_same_as_off = plain == run.tokens
+class Peer:
+    """Every variant's server, started together; `run` sends one task to each."""
+
+    def __init__(self, binary: Path, model: Path, threads: int) -> None:
+        self.servers = {
+            v: LlamaServer(binary, model, threads, VARIANT_FLAGS[v]) for v in PEER_VARIANTS
+        }
+        self._stack = ExitStack()
+        self._rows: dict[str, PeerRow] = {}
+
+    def __enter__(self) -> Peer:
+        with ExitStack() as stack:  # a server that fails to start stops the ones before it
+            for server in self.servers.values():
+                stack.enter_context(server)
+            self._stack = stack.pop_all()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._stack.close()
+
+    def run(self, off: Run) -> None:
+        """Every variant on `off`'s prompt and length (a run with neither is skipped)."""
+        if not (off.prompt and off.tokens):
+            return
+        row = PeerRow(off.task, off.kind, off.split)
+        outputs: dict[str, list[int]] = {}
+        for variant, server in self.servers.items():
+            outputs[variant], rate = server.complete(off.prompt, len(off.tokens))
+            row.tokens_per_s[variant] = round(rate, 2)
+            log.warning("peer %s %-12s %.2f tok/s", off.task, variant, rate)
+        plain = outputs.get("plain")
+        row.plain_same_as_off = plain == off.tokens
         for variant in PEER_VARIANTS[1:]:
-            row.same_as_plain[variant] = outputs.get((run.task, variant)) == plain
-    return list(rows.values())
+            row.same_as_plain[variant] = outputs.get(variant) == plain
+        self._rows[off.task] = row
+
+    def rows(self) -> list[PeerRow]:
+        return list(self._rows.values())

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import msgspec
@@ -29,6 +30,7 @@ from speculator.types import (
 )
 
 from .load import CpuLoad
+from .peer import Peer, find_binary
 from .report import Report, Run, explain_divergences, markdown, summarize
 from .tasks import Task, completion_tasks, refactor_tasks, select
 
@@ -117,13 +119,12 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
         )
         log.warning("%s", remote_note)
         modes = ["auto"]
-    with CpuLoad(args.load) as load:
-        ours = [m for m in modes if m != "peer"]
+    ours = [m for m in modes if m != "peer"]
+    with CpuLoad(args.load) as load, ExitStack() as stack:
+        peer, peer_note = start_peer(config, ours, stack) if "peer" in modes else (None, "")
         repeat = max(1, getattr(args, "repeat", 1))
-        report = run_modes(config, tasks, ours, args.record_traces, load.enabled, repeat)
-        report.peer_note = remote_note
-        if "peer" in modes:
-            add_peer(config, report)
+        report = run_modes(config, tasks, ours, args.record_traces, load.enabled, repeat, peer)
+        report.peer_note = remote_note or peer_note or report.peer_note
         if load.enabled and not load.running:
             log.error("the load process ended early: the run was not under load throughout")
     summary = summarize(report)
@@ -135,8 +136,8 @@ def main(args: argparse.Namespace, config: EngineConfig) -> int:
             {**r.__dict__, "stats": msgspec.to_builtins(r.stats), "prompt": len(r.prompt)}
             for r in report.runs
         ]
-        peer = [p.__dict__ for p in report.peer]
-        extra = {"peer": peer, "peer_note": report.peer_note, "load": report.load}
+        peer_rows = [p.__dict__ for p in report.peer]
+        extra = {"peer": peer_rows, "peer_note": report.peer_note, "load": report.load}
         print(json.dumps({"summary": summary, "runs": runs, **extra}))
     else:
         print(text)
@@ -156,10 +157,11 @@ def run_modes(
     traces: str | None,
     load: bool,
     repeat: int = 1,
+    peer: Peer | None = None,
 ) -> Report:
     """Every mode on every task, back to back on one warm engine (`repeat` times,
-    alternating); then the logit gaps of the divergences, and the `off` traces
-    when asked."""
+    alternating), and the peer right after each task; then the logit gaps of the
+    divergences, and the `off` traces when asked."""
     from speculator.factory import load_engine
 
     engine = load_engine(config)
@@ -174,37 +176,48 @@ def run_modes(
                 runs[mode].append(run)
                 log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
         report.runs += [median_run(runs[mode]) for mode in modes]
+        if peer is not None and not report.peer_note:
+            report.peer_note = run_peer_task(peer, median_run(runs["off"]))
+    if report.peer_note:
+        report.peer = []  # a peer that failed partway compares no task
+    elif peer is not None:
+        report.peer = peer.rows()
     explain_divergences(engine, report)
     if traces is not None:  # "" (the flag alone): the default trace file
         from .simulate import DEFAULT_TRACES, record_traces
 
         record_traces(engine, tasks, report, Path(traces or DEFAULT_TRACES), load)
-    getattr(engine, "close", lambda: None)()  # free the models before the peer loads its own
+    getattr(engine, "close", lambda: None)()
     return report
 
 
-def add_peer(config: EngineConfig, report: Report) -> None:
-    """llama-server on the prompts `off` evaluated, or a note why not."""
+def start_peer(config: EngineConfig, modes: list[str], stack: ExitStack) -> tuple[Peer | None, str]:
+    """llama-server, started for the run on the prompts `off` evaluates, or a note why not."""
     from speculator import provision
     from speculator.models import resolve_path
 
-    from .peer import find_binary, run_peer
-
     binary = find_binary()
     if binary is None:
-        report.peer_note = (
+        return None, (
             "Skipped: no llama-server binary (set GROUNDSPEC_LLAMA_SERVER or build it to "
             "~/.cache/groundspec/llama-server/0.3.36/llama-server)."
         )
-        return
-    off = [r for r in report.runs if r.mode == "off"]
-    if not off:
-        report.peer_note = "Skipped: the peer needs `off` in `--modes` (its prompts and lengths)."
-        return
+    if "off" not in modes:
+        return None, "Skipped: the peer needs `off` in `--modes` (its prompts and lengths)."
     model = resolve_path(config.target_model, provision.TARGET)
     threads = config.threads or os.cpu_count() or 2
     try:
-        report.peer = run_peer(binary, model, threads, off)
-    except Exception as exc:  # a peer failure must not lose our own results
+        return stack.enter_context(Peer(binary, model, threads)), ""
+    except Exception as exc:  # a peer failure must not stop our own runs
         log.error("peer benchmark failed: %s", exc)
-        report.peer_note = f"The peer failed: {exc}"
+        return None, f"The peer failed: {exc}"
+
+
+def run_peer_task(peer: Peer, off: Run) -> str:
+    """The peer on one task; a note if it failed (our own results are kept)."""
+    try:
+        peer.run(off)
+    except Exception as exc:
+        log.error("peer benchmark failed: %s", exc)
+        return f"The peer failed: {exc}"
+    return ""

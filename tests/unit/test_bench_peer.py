@@ -10,9 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from bench import run as bench_run
 from bench.load import SPIN, CpuLoad
-from bench.peer import find_binary, run_peer
+from bench.peer import Peer, find_binary
 from bench.report import Run
+from bench.tasks import Task
+from speculator.config import EngineConfig
 from speculator.types import Stats
 
 FAKE_SERVER = """#!{python}
@@ -64,7 +67,10 @@ def test_each_variant_runs_on_off_s_prompt_and_length(fake_server: Path) -> None
     binary = find_binary()
     assert binary is not None
     off = Run("a.py:f", "refactor", "off", "x", Stats(), prompt=[7, 8, 9], tokens=[0, 1, 2, 3])
-    (row,) = run_peer(binary, Path("model.gguf"), 2, [off])
+    with Peer(binary, Path("model.gguf"), 2) as peer:
+        peer.run(off)
+        peer.run(Run("b.py:g", "refactor", "off", "x", Stats()))  # no prompt: skipped
+        (row,) = peer.rows()
     assert row.tokens_per_s == {"plain": 20.0, "ngram-simple": 30.0, "ngram-mod": 25.0}
     assert row.plain_same_as_off
     assert row.same_as_plain == {"ngram-simple": True, "ngram-mod": False}
@@ -79,6 +85,80 @@ def test_each_variant_runs_on_off_s_prompt_and_length(fake_server: Path) -> None
         "ngram-simple",
         "ngram-mod",
     ]
+
+
+class RecordingPeer:
+    """Stands in for Peer in run_modes: records when each task reaches it."""
+
+    def __init__(self, events: list[str], fail_on: str = "") -> None:
+        self.events = events
+        self.fail_on = fail_on
+
+    def run(self, off: Run) -> None:
+        if off.task == self.fail_on:
+            raise RuntimeError("llama-server went away")
+        self.events.append(f"peer {off.task} {off.mode}")
+
+    def rows(self) -> list[object]:
+        return [event for event in self.events if event.startswith("peer")]
+
+
+def _tasks() -> list[Task]:
+    return bench_run.bench_tasks("refactor", "test", 2)
+
+
+def _recording_run_task(events: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    real = bench_run.run_task
+
+    def run_task(engine: object, task: Task, mode: str) -> Run:
+        events.append(f"ours {task.name} {mode}")
+        return real(engine, task, mode)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(bench_run, "run_task", run_task)
+
+
+def test_the_peer_runs_each_task_right_after_ours(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Interleaved, so a host that drifts over minutes moves both sides of a ratio alike."""
+    events: list[str] = []
+    _recording_run_task(events, monkeypatch)
+    peer = RecordingPeer(events)
+    tasks = _tasks()
+    report = bench_run.run_modes(
+        EngineConfig(fake=True),
+        tasks,
+        ["off", "auto"],
+        None,
+        False,
+        2,
+        peer,  # type: ignore[arg-type]
+    )
+    expected = []
+    for task in tasks:
+        expected += [f"ours {task.name} {m}" for m in ("off", "auto", "off", "auto")]
+        expected.append(f"peer {task.name} off")
+    assert events == expected
+    assert report.peer_note == ""
+    assert len(report.peer) == len(tasks)
+
+
+def test_a_peer_failing_partway_keeps_our_runs_and_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    events: list[str] = []
+    tasks = _tasks()
+    peer = RecordingPeer(events, fail_on=tasks[1].name)
+    report = bench_run.run_modes(
+        EngineConfig(fake=True),
+        tasks,
+        ["off", "auto"],
+        None,
+        False,
+        1,
+        peer,  # type: ignore[arg-type]
+    )
+    assert len(report.runs) == 2 * len(tasks)
+    assert report.peer == []
+    assert "llama-server went away" in report.peer_note
 
 
 def test_a_missing_binary_is_none(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
