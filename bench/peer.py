@@ -128,29 +128,21 @@ class LlamaServer:
 
 
 class Peer:
-    """Every variant's server, started together; `run` sends one task to each."""
+    """Every variant's server; `run` sends one task to each."""
 
-    def __init__(self, binary: Path, model: Path, threads: int) -> None:
-        self.servers = {
-            v: LlamaServer(binary, model, threads, VARIANT_FLAGS[v]) for v in PEER_VARIANTS
-        }
-        self._stack = ExitStack()
+    def __init__(self, servers: dict[str, LlamaServer]) -> None:
+        self.servers = servers
         self._rows: dict[str, PeerRow] = {}
 
-    def __enter__(self) -> Peer:
-        with ExitStack() as stack:  # a server that fails to start stops the ones before it
-            for server in self.servers.values():
-                stack.enter_context(server)
-            self._stack = stack.pop_all()
-        return self
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self._stack.close()
+    @classmethod
+    def start(cls, binary: Path, model: Path, threads: int, stack: ExitStack) -> Peer:
+        """All variants' servers, started together and stopped when `stack` closes."""
+        servers = {v: LlamaServer(binary, model, threads, VARIANT_FLAGS[v]) for v in PEER_VARIANTS}
+        with ExitStack() as started:  # a server that fails to start stops the ones before it
+            for server in servers.values():
+                started.enter_context(server)
+            stack.push(started.pop_all())
+        return cls(servers)
 
     def run(self, off: Run) -> None:
         """Every variant on `off`'s prompt and length (a run with neither is skipped)."""

@@ -207,7 +207,7 @@ def start_peer(config: EngineConfig, modes: list[str], stack: ExitStack) -> tupl
     model = resolve_path(config.target_model, provision.TARGET)
     threads = config.threads or os.cpu_count() or 2
     try:
-        return stack.enter_context(Peer(binary, model, threads)), ""
+        return Peer.start(binary, model, threads, stack), ""
     except Exception as exc:  # a peer failure must not stop our own runs
         log.error("peer benchmark failed: %s", exc)
         return None, f"The peer failed: {exc}"

@@ -6,6 +6,7 @@ import stat
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from bench import run as bench_run
 from bench.load import SPIN, CpuLoad
 from bench.peer import Peer, find_binary
-from bench.report import Run
+from bench.report import Report, Run
 from bench.tasks import Task
 from speculator.config import EngineConfig
 from speculator.types import Stats
@@ -67,7 +68,8 @@ def test_each_variant_runs_on_off_s_prompt_and_length(fake_server: Path) -> None
     binary = find_binary()
     assert binary is not None
     off = Run("a.py:f", "refactor", "off", "x", Stats(), prompt=[7, 8, 9], tokens=[0, 1, 2, 3])
-    with Peer(binary, Path("model.gguf"), 2) as peer:
+    with ExitStack() as stack:
+        peer = Peer.start(binary, Path("model.gguf"), 2, stack)
         peer.run(off)
         peer.run(Run("b.py:g", "refactor", "off", "x", Stats()))  # no prompt: skipped
         (row,) = peer.rows()
@@ -117,21 +119,18 @@ def _recording_run_task(events: list[str], monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(bench_run, "run_task", run_task)
 
 
+def _run_modes(peer: RecordingPeer, repeat: int) -> Report:
+    config = EngineConfig(fake=True)
+    return bench_run.run_modes(config, _tasks(), ["off", "auto"], None, False, repeat, peer)  # type: ignore[arg-type]
+
+
 def test_the_peer_runs_each_task_right_after_ours(monkeypatch: pytest.MonkeyPatch) -> None:
     """Interleaved, so a host that drifts over minutes moves both sides of a ratio alike."""
     events: list[str] = []
     _recording_run_task(events, monkeypatch)
     peer = RecordingPeer(events)
     tasks = _tasks()
-    report = bench_run.run_modes(
-        EngineConfig(fake=True),
-        tasks,
-        ["off", "auto"],
-        None,
-        False,
-        2,
-        peer,  # type: ignore[arg-type]
-    )
+    report = _run_modes(peer, repeat=2)
     expected = []
     for task in tasks:
         expected += [f"ours {task.name} {m}" for m in ("off", "auto", "off", "auto")]
@@ -147,15 +146,7 @@ def test_a_peer_failing_partway_keeps_our_runs_and_says_why(
     events: list[str] = []
     tasks = _tasks()
     peer = RecordingPeer(events, fail_on=tasks[1].name)
-    report = bench_run.run_modes(
-        EngineConfig(fake=True),
-        tasks,
-        ["off", "auto"],
-        None,
-        False,
-        1,
-        peer,  # type: ignore[arg-type]
-    )
+    report = _run_modes(peer, repeat=1)
     assert len(report.runs) == 2 * len(tasks)
     assert report.peer == []
     assert "llama-server went away" in report.peer_note
