@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
@@ -87,6 +88,24 @@ def test_each_variant_runs_on_off_s_prompt_and_length(fake_server: Path) -> None
         "ngram-simple",
         "ngram-mod",
     ]
+
+
+def test_a_server_that_fails_to_start_stops_the_ones_before_it(
+    fake_server: Path, tmp_path: Path
+) -> None:
+    binary = tmp_path / "llama-server-no-ngram-mod"
+    real = find_binary()
+    binary.write_text(f'#!/bin/sh\ncase "$*" in *ngram-mod*) exit 3;; esac\nexec {real} "$@"\n')
+    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
+    with ExitStack() as stack:
+        with pytest.raises(RuntimeError, match="exited with code 3"):
+            Peer.start(binary, Path("model.gguf"), 2, stack)
+        # the caller's stack is still open: the two that came up were stopped already
+        started = [json.loads(line) for line in fake_server.read_text().splitlines()]
+        assert len(started) == 2
+        for args in started:
+            with pytest.raises(OSError):
+                socket.create_connection(("127.0.0.1", int(args[args.index("--port") + 1])), 2)
 
 
 class RecordingPeer:
