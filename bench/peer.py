@@ -154,10 +154,9 @@ class Peer:
             outputs[variant], rate = server.complete(off.prompt, len(off.tokens))
             row.tokens_per_s[variant] = round(rate, 2)
             log.warning("peer %s %-12s %.2f tok/s", off.task, variant, rate)
-        plain = outputs.get("plain")
-        row.plain_same_as_off = plain == off.tokens
+        row.plain_same_as_off = outputs["plain"] == off.tokens
         for variant in PEER_VARIANTS[1:]:
-            row.same_as_plain[variant] = outputs.get(variant) == plain
+            row.same_as_plain[variant] = outputs[variant] == outputs["plain"]
         self._rows[off.task] = row
 
     def rows(self) -> list[PeerRow]:

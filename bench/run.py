@@ -209,8 +209,7 @@ def start_peer(config: EngineConfig, modes: list[str], stack: ExitStack) -> tupl
     try:
         return Peer.start(binary, model, threads, stack), ""
     except Exception as exc:  # a peer failure must not stop our own runs
-        log.error("peer benchmark failed: %s", exc)
-        return None, f"The peer failed: {exc}"
+        return None, peer_failed(exc)
 
 
 def run_peer_task(peer: Peer, off: Run) -> str:
@@ -218,6 +217,10 @@ def run_peer_task(peer: Peer, off: Run) -> str:
     try:
         peer.run(off)
     except Exception as exc:
-        log.error("peer benchmark failed: %s", exc)
-        return f"The peer failed: {exc}"
+        return peer_failed(exc)
     return ""
+
+
+def peer_failed(exc: Exception) -> str:
+    log.error("peer benchmark failed: %s", exc)
+    return f"The peer failed: {exc}"
