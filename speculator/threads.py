@@ -23,7 +23,8 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import NamedTuple
 
 log = logging.getLogger(__name__)
@@ -97,8 +98,11 @@ class ThreadPolicy:
         self._sampler = sampler or (lambda: read_cpu_sample(self.cores))
         self._samples: deque[CpuSample] = deque()
         self._last_check = -math.inf
+        self._pinned: int | None = None
 
     def current(self, now: float | None = None) -> int:
+        if self._pinned is not None:
+            return self._pinned
         if not self.adaptive:
             return self.threads
         now = time.monotonic() if now is None else now
@@ -106,6 +110,27 @@ class ThreadPolicy:
             self._last_check = now
             self._update()
         return self.threads
+
+    @contextmanager
+    def pinned(self, threads: int) -> Iterator[None]:
+        """Run the steps inside on exactly this many threads (at most the
+        configured count), whatever the load: a measurement of one count."""
+        self._pinned = max(1, min(self.max_threads, threads))
+        try:
+            yield
+        finally:
+            self._pinned = None
+
+    def free_for(self, threads: int, settle_s: float = SAMPLE_EVERY_S) -> bool:
+        """Whether other processes leave this many cores free now (sampled over
+        `settle_s` when nothing recent is known)."""
+        if not self.adaptive:
+            return True
+        if self.others_busy() is None:
+            self._update()
+            time.sleep(settle_s)
+        self._last_check = -math.inf
+        return self.current() >= min(threads, self.max_threads)
 
     def others_busy(self) -> float | None:
         """Cores' worth of CPU other processes used over the window, if known."""

@@ -109,3 +109,28 @@ def test_busy_ticks_counts_our_cores_and_leaves_niced_work_out() -> None:
     assert busy_ticks(PROC_STAT, [0], count_nice=False) == 111
     assert busy_ticks(PROC_STAT, [0], count_nice=True) == 151
     assert busy_ticks(PROC_STAT, [0, 1], count_nice=False) == 111 + 222
+
+
+def test_pinned_runs_the_steps_inside_on_that_many_threads() -> None:
+    machine = Machine()
+    machine.others = 1.0
+    policy = policy_on(machine)
+    assert steps(policy, machine, 2.0) == 1
+    with policy.pinned(2):
+        assert policy.current(now=machine.wall) == 2
+    with policy.pinned(8):  # never above the configured count
+        assert policy.current(now=machine.wall) == 2
+    assert steps(policy, machine, 0.3) == 1
+
+
+def test_free_for_asks_the_counters_when_nothing_is_known() -> None:
+    for others, free in ((0.0, {1: True, 2: True}), (1.0, {1: True, 2: False})):
+        machine = Machine()
+        machine.others = others
+
+        def sample(machine: Machine = machine) -> CpuSample:
+            machine.run(0.2)  # time passes between looks
+            return machine.sample()
+
+        policy = ThreadPolicy(2, cores=[0, 1], sampler=sample)
+        assert {n: policy.free_for(n, settle_s=0.0) for n in (1, 2)} == free
