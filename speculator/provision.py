@@ -66,6 +66,15 @@ def cache_dir() -> Path:
     return Path(base) / "groundspec" / "models"
 
 
+def beside_models(name: str) -> Path:
+    """A folder for what groundspec keeps per machine (KV slots, verify curves):
+    $GROUNDSPEC_CACHE/name, or name beside the default models folder."""
+    models = cache_dir()
+    if os.environ.get("GROUNDSPEC_CACHE"):
+        return models / name
+    return models.parent / name
+
+
 def model_path(spec: ModelSpec) -> Path:
     return cache_dir() / spec.file_name
 

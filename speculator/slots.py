@@ -311,10 +311,7 @@ def _segments(cells: list[int], spans: list[tuple[int, int]]) -> Segments:
 
 def default_folder() -> Path:
     """$GROUNDSPEC_CACHE/kv-slots, or kv-slots beside the default models folder."""
-    models = provision.cache_dir()
-    if os.environ.get("GROUNDSPEC_CACHE"):
-        return models / "kv-slots"
-    return models.parent / "kv-slots"
+    return provision.beside_models("kv-slots")
 
 
 def model_fingerprint(path: Path) -> str:
