@@ -140,6 +140,23 @@ class Controller:
         table = {rows: ratio * step_ms for rows, ratio in ONE_THREAD_SHAPE.items()}
         self._one_thread = VerifyCost(table, self._rows)
 
+    def price_by_measured(self, shapes: dict[int, dict[int, float]], max_threads: int) -> None:
+        """Price rounds by this machine's measured curves (speculator/verify_curve.py),
+        {threads: {rows: x one row}}, in place of the tabled shapes. Only the
+        shape is taken: observe_cost() scales it to the steps timed here."""
+        step_ms = self.cost_ms[min(self.cost_ms)]
+        priced = {
+            threads: VerifyCost(
+                {rows: ratio * step_ms for rows, ratio in shape.items()}, self._rows
+            )
+            for threads, shape in shapes.items()
+        }
+        if max_threads in priced:
+            self._many_threads = priced[max_threads]
+        if 1 in priced:
+            self._one_thread = priced[1]
+        self._costs = self._many_threads
+
     def use_threads(self, threads: int) -> None:
         """The next rounds run on this many CPU threads."""
         one_thread = self._one_thread if threads == 1 else None

@@ -73,6 +73,7 @@ from .types import (
     Stats,
 )
 from .validate import check_completion, check_refactor, check_rewrite_fits, check_text
+from .verify_curve import CurveStore, machine_shapes
 
 log = logging.getLogger(__name__)
 
@@ -147,9 +148,29 @@ class SpeculativeEngine:
                 progress("loading the draft model", 60)
             draft = Model(resolve_path(config.draft_model, provision.DRAFT), config.n_gpu_layers)
             check_same_vocab(target, draft)
+        engine = cls(target, draft, config)
+        if target.n_gpu_layers == 0:
+            if progress:
+                progress("timing this CPU's verify batches (once per machine)", 80)
+            engine.price_by_this_machine()
         if progress:
             progress("models ready", 100)
-        return cls(target, draft, config)
+        return engine
+
+    def price_by_this_machine(self) -> None:
+        """Price drafts by this CPU's own verify curves (speculator/verify_curve.py),
+        measured once and kept beside the models."""
+        store = CurveStore(provision.beside_models("verify-curves"))
+        try:
+            fingerprint = model_fingerprint(self.target.path)
+        except OSError as exc:
+            log.warning("the verify curve is not measured (the tabled one is used): %s", exc)
+            return
+        shapes = machine_shapes(
+            self.session, self.thread_policy, self.target.tokenize, fingerprint, store
+        )
+        for controller in self.controllers.values():
+            controller.price_by_measured(shapes, self.thread_policy.max_threads)
 
     def close(self) -> None:
         self._writer.shutdown(wait=True)  # a slot being written is finished first

@@ -1,3 +1,5 @@
+import pytest
+
 from speculator.controller import (
     DEFAULT_COST_MS,
     MAX_VERIFY_ROWS,
@@ -138,3 +140,28 @@ def test_a_gpu_build_has_one_curve_whatever_the_threads() -> None:
     before = gpu.cost(16)
     gpu.use_threads(1)
     assert gpu.cost(16) == before
+
+
+def test_a_measured_curve_replaces_the_table_for_its_thread_count() -> None:
+    """An Intel VM's one-thread curve: 4 rows cost 1.8 steps, not the table's 3.8,
+    so 3 drafts at 2-in-3 acceptance pay there and are taken."""
+    cpu = controllers_by_kind(cpu_only=True)["completion"]
+    for _ in range(30):
+        cpu.observe_acceptance("lookup:3", drafted=3, accepted=2)
+    cpu.use_threads(1)
+    assert cpu.draft_length("lookup:3", 3) == 0  # priced by the table
+    measured_one_thread = {1: 1.0, 2: 1.7, 3: 2.1, 4: 1.8, 8: 3.5, 16: 4.4, 64: 12.7}
+    cpu.price_by_measured({1: measured_one_thread}, max_threads=2)
+    cpu.use_threads(1)
+    assert cpu.cost(4) / cpu.cost(1) == pytest.approx(1.8)
+    assert cpu.draft_length("lookup:3", 3) == 3
+    cpu.use_threads(2)  # no two-thread curve measured: the table's stays
+    assert cpu.cost(4) == DEFAULT_COST_MS[4]
+
+
+def test_with_one_thread_in_all_its_curve_prices_every_round() -> None:
+    cpu = controllers_by_kind(cpu_only=True)["refactor"]
+    cpu.price_by_measured({1: {1: 1.0, 8: 2.0}}, max_threads=1)
+    for threads in (1, 2):
+        cpu.use_threads(threads)
+        assert cpu.cost(8) / cpu.cost(1) == pytest.approx(2.0)
