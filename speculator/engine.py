@@ -151,7 +151,7 @@ class SpeculativeEngine:
         engine = cls(target, draft, config)
         if target.n_gpu_layers == 0:
             if progress:
-                progress("timing this CPU's verify batches (once per machine)", 80)
+                progress("verify costs of this CPU (timed once per machine)", 80)
             engine.price_by_this_machine()
         if progress:
             progress("models ready", 100)
