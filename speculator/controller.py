@@ -136,26 +136,23 @@ class Controller:
     def price_one_thread_apart(self) -> None:
         """Keep a second curve, shaped as ONE_THREAD_SHAPE, for the rounds a
         CPU build runs on one thread (under load: threads.py)."""
-        step_ms = self.cost_ms[min(self.cost_ms)]
-        table = {rows: ratio * step_ms for rows, ratio in ONE_THREAD_SHAPE.items()}
-        self._one_thread = VerifyCost(table, self._rows)
+        self._one_thread = self._priced(ONE_THREAD_SHAPE)
 
     def price_by_measured(self, shapes: dict[int, dict[int, float]], max_threads: int) -> None:
         """Price rounds by this machine's measured curves (speculator/verify_curve.py),
         {threads: {rows: x one row}}, in place of the tabled shapes. Only the
         shape is taken: observe_cost() scales it to the steps timed here."""
-        step_ms = self.cost_ms[min(self.cost_ms)]
-        priced = {
-            threads: VerifyCost(
-                {rows: ratio * step_ms for rows, ratio in shape.items()}, self._rows
-            )
-            for threads, shape in shapes.items()
-        }
+        priced = {threads: self._priced(shape) for threads, shape in shapes.items()}
         if max_threads in priced:
             self._many_threads = priced[max_threads]
         if 1 in priced:
             self._one_thread = priced[1]
         self._costs = self._many_threads
+
+    def _priced(self, shape: dict[int, float]) -> VerifyCost:
+        """A curve of this shape ({rows: x one row}) starting from the tabled step."""
+        step_ms = self.cost_ms[min(self.cost_ms)]
+        return VerifyCost({rows: ratio * step_ms for rows, ratio in shape.items()}, self._rows)
 
     def use_threads(self, threads: int) -> None:
         """The next rounds run on this many CPU threads."""
