@@ -94,7 +94,10 @@ class VerifyCost:
     def observe(self, rows: int, ms: float) -> None:
         """Fold a measured verify time into the global and the per-size scale."""
         ratio = ms / self._tabled(rows)
-        self._global_scale = 0.9 * self._global_scale + 0.1 * ratio
+        # The first measurement replaces the table's scale outright: the table is
+        # another machine's (a GPU's step is a tenth of the tabled CPU step).
+        first = not self._scale
+        self._global_scale = ratio if first else 0.9 * self._global_scale + 0.1 * ratio
         size = self._nearest(rows)
         self._scale[size] = 0.7 * self._scale.get(size, self._global_scale) + 0.3 * ratio
 

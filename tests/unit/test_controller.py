@@ -38,6 +38,19 @@ def test_measured_costs_rescale_every_batch_size() -> None:
     assert c.cost(33) < 0.7 * before
 
 
+def test_the_first_timed_step_rescales_the_whole_table_at_once() -> None:
+    """The table is another machine's: a GPU's first 1-row step of 3.9 ms,
+    against a tabled CPU step, must price untimed batch sizes on the GPU's
+    scale at once. Scaled a tenth of the way per round, the step fell to the
+    GPU's price long before the batches did, and a new session's first request
+    found every draft too dear for its first 24 rounds."""
+    c = Controller()
+    scale = 3.9 / c.cost(1)
+    c.observe_cost(1, 3.9)
+    assert c.cost(1) == pytest.approx(3.9)
+    assert c.cost(17) == pytest.approx(scale * Controller().cost(17))
+
+
 def test_a_size_counts_as_measured_only_once_timed() -> None:
     c = Controller()
     assert not c.measured(1)
