@@ -127,9 +127,10 @@ class Controller:
         self.max_draft = max_draft
         # Per bucket: decayed [first hits, first trials, next hits, next trials].
         self._counts: dict[str, list[float]] = {}
-        # A plain round in a run of plain rounds over one right after another
-        # batch shape (decode.LossGuard: about 0.5 on a GPU, 1 on a CPU).
-        self.steady_ratio: float | None = None
+        # Samples of a plain round in a run of plain rounds over one right after
+        # another batch shape (decode.LossGuard: about 0.5 on a GPU). None: a CPU,
+        # where the two cost the same.
+        self.steady_samples: list[float] | None = []
         self._rows = max(max(self.cost_ms), MAX_VERIFY_ROWS, max_draft + 1)
         self._many_threads = VerifyCost(self.cost_ms, self._rows)
         # A CPU build prices rounds on one thread apart (price_one_thread_apart).
@@ -239,7 +240,7 @@ def controllers_by_kind(cpu_only: bool) -> dict[str, Controller]:
     }
     if cpu_only:
         for controller in controllers.values():
-            controller.steady_ratio = 1.0
+            controller.steady_samples = None
             controller.price_one_thread_apart()
     return controllers
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
@@ -170,6 +171,13 @@ class LossGuard:
     # once its own length pays for a miss (16 tokens or more). Before, a 6-token
     # held-out completion lost a step to one and read 0.75x.
     MIN_TOKENS = 10
+    # A late round (a GPU step of 2 ms that waits 4 ms for a busy core) must not
+    # raise plain decoding's price: as moving averages, t1 and the steady ratio
+    # doubled it now and then, and wrong drafts lost 20-45% in place of 10%
+    # (tests/unit/test_decode.py). A delay only ever raises a sample, so each is
+    # the least of its last SAMPLES: a busier machine shows in all of them, a
+    # late round in one; a slower estimate errs on the safe side (plain cheap).
+    SAMPLES = 5
     PROBE_EVERY = 24  # drafting rounds between plain measurements of t1
     FIRST_PROBE = 4  # drafting rounds before the first plain measurement, at the latest
     # ggml-cuda runs the first call of a new shape directly, captures a graph on
@@ -183,7 +191,7 @@ class LossGuard:
         self,
         t1_estimate_ms: float,
         expected_tokens: int = 0,
-        steady_ratio: float | None = None,
+        steady_samples: Sequence[float] | None = (),
         allowance: float = ALLOWANCE,
         t1_measured: bool = True,
     ):
@@ -194,15 +202,29 @@ class LossGuard:
         # to what was written once the output leaves that copy (_project_length).
         self.expected_tokens = expected_tokens
         self.t1 = t1_estimate_ms  # from earlier requests; replaced by measurements
+        # An estimate this machine measured is one of t1's samples; a table's is not.
+        self._t1_samples = deque([t1_estimate_ms] if t1_measured else [], maxlen=self.SAMPLES)
         self.measured = False
-        self.steady_ratio = steady_ratio  # None: no run of plain rounds seen yet
+        # Steady/cold ratios seen here and in earlier requests (empty: no run of
+        # plain rounds seen yet; None: a CPU, which replays no graphs, ratio 1).
+        self.steady_samples = (
+            None if steady_samples is None else deque(steady_samples, maxlen=self.SAMPLES)
+        )
         self.earned_ms = 0.0
         self.tokens = 0
         self.plain_streak = 0  # plain rounds in a row, up to now
+        self._run_cold_ms = t1_estimate_ms  # the cheapest cold round of this run
         self.drafted = False
         # The first plain measurement of t1: after FIRST_PROBE drafting rounds at the
         # latest, or at once when the estimate is a table's, not this machine's.
         self._since_plain = self.PROBE_EVERY - (self.FIRST_PROBE if t1_measured else 0)
+
+    @property
+    def steady_ratio(self) -> float | None:
+        """A steady plain round's cost over a cold one's, as measured."""
+        if self.steady_samples is None:
+            return 1.0
+        return min(self.steady_samples) if self.steady_samples else None
 
     @property
     def replay_ratio(self) -> float:
@@ -218,9 +240,15 @@ class LossGuard:
     def must_probe(self) -> bool:
         """Measure a plain round now: the estimate of t1 is old or from another
         request, or was never measured on this machine (a new session's first
-        round); or no steady round was ever seen (a new session's first request
-        on a GPU: STEADY_AFTER plain rounds, once)."""
-        if self.steady_ratio is None:
+        round). Where graphs may be replayed, also until two steady rounds were
+        seen (a new session's first request: STEADY_AFTER + 1 plain rounds), and
+        while fewer than SAMPLES were, a probe runs on to sample two more: two
+        late rounds in a row would otherwise price every request after them."""
+        samples = self.steady_samples
+        if samples is not None and len(samples) < 2:
+            return True
+        sampling = samples is not None and len(samples) < self.SAMPLES
+        if sampling and 0 < self.plain_streak <= self.STEADY_AFTER:
             return True
         return self._since_plain >= self.PROBE_EVERY
 
@@ -235,22 +263,22 @@ class LossGuard:
         self.plain_streak += 1
         cold_ms = ms
         if self.plain_streak < self.STEADY_AFTER:
+            self._run_cold_ms = ms if self.plain_streak == 1 else min(self._run_cold_ms, ms)
             if self.drafted:  # what the last draft's batch shape still costs
                 self.earned_ms -= ms * (1.0 - self.replay_ratio)
         else:
-            if self.plain_streak == self.STEADY_AFTER and self.measured:
-                self._learn_ratio(ms / self.t1)
+            # The first two steady rounds of a run are samples of the ratio, each
+            # against the cold rounds that opened the run.
+            if self.steady_samples is not None and self.plain_streak <= self.STEADY_AFTER + 1:
+                self.steady_samples.append(ms / self._run_cold_ms)
             cold_ms = ms / self.replay_ratio
-        # Half-life of one round: t1 follows the load as it changes.
-        self.t1 = cold_ms if not self.measured else 0.5 * self.t1 + 0.5 * cold_ms
+        # t1 follows a lighter load at once, a heavier one after SAMPLES rounds.
+        self._t1_samples.append(cold_ms)
+        self.t1 = min(self._t1_samples)
         self.measured = True
         self.earned_ms -= wasted_ms
         self.tokens += 1
         self._since_plain = 0
-
-    def _learn_ratio(self, sample: float) -> None:
-        old = self.steady_ratio
-        self.steady_ratio = sample if old is None else 0.5 * old + 0.5 * sample
 
     def observe_draft_round(self, ms: float, emitted: int) -> None:
         self.earned_ms += emitted * self.plain_ms - ms
@@ -302,7 +330,7 @@ class Decoder:
         controller.use_threads(session.threads)
         self.guard = LossGuard(
             controller.cost(1),
-            steady_ratio=controller.steady_ratio,
+            steady_samples=controller.steady_samples,
             allowance=allowance,
             t1_measured=controller.measured(1),
         )
@@ -374,7 +402,8 @@ class Decoder:
             if cut is not None:
                 out.text = out.text[:cut]
         out.decode_ms = (self.clock() - started) * 1000
-        self.controller.steady_ratio = self.guard.steady_ratio
+        if self.guard.steady_samples is not None:
+            self.controller.steady_samples = list(self.guard.steady_samples)
         return out
 
     def _emit(

@@ -65,8 +65,8 @@ def test_each_kind_has_its_own_controller_and_a_cpu_knows_its_steady_ratio() -> 
     assert set(cpu) == {"completion", "refactor"}
     assert cpu["completion"] is not cpu["refactor"]
     assert cpu["refactor"].max_draft == MAX_VERIFY_ROWS
-    assert all(c.steady_ratio == 1.0 for c in cpu.values())
-    assert all(c.steady_ratio is None for c in gpu.values())
+    assert all(c.steady_samples is None for c in cpu.values())
+    assert all(c.steady_samples == [] for c in gpu.values())
 
 
 def test_draft_never_longer_than_available() -> None:
