@@ -116,6 +116,7 @@ class SpeculativeEngine:
         self.last_trace: tuple[list[int], list[int]] = ([], [])
         # Prompt tokens the draft model evaluated inside the last decode (bench: <= 16).
         self.last_draft_catch_up = 0
+        self._fingerprint: str | None = None  # the target file's, read once
         self._init_slots(config)
 
     def _init_slots(self, config: EngineConfig) -> None:
@@ -126,7 +127,7 @@ class SpeculativeEngine:
             folder = Path(os.path.expanduser(config.kv_dir)) if config.kv_dir else default_folder()
             try:
                 draft = model_fingerprint(self.draft.path) if self.draft else None
-                target = model_fingerprint(self.target.path)
+                target = self.target_fingerprint()
                 self.disk_slots = DiskSlots(folder, target, draft, config.kv_disk_mb << 20)
             except OSError as exc:
                 log.warning("KV slots are not kept across restarts: %s", exc)
@@ -157,12 +158,19 @@ class SpeculativeEngine:
             progress("models ready", 100)
         return engine
 
+    def target_fingerprint(self) -> str:
+        """The target file's fingerprint (slots.model_fingerprint), read once: the
+        KV slots and the verify curves both key by it."""
+        if self._fingerprint is None:
+            self._fingerprint = model_fingerprint(self.target.path)
+        return self._fingerprint
+
     def price_by_this_machine(self) -> None:
         """Price drafts by this CPU's own verify curves (speculator/verify_curve.py),
         measured once and kept beside the models."""
         store = CurveStore(provision.beside_models("verify-curves"))
         try:
-            fingerprint = model_fingerprint(self.target.path)
+            fingerprint = self.target_fingerprint()
         except OSError as exc:
             log.warning("the verify curve is not measured (the tabled one is used): %s", exc)
             return

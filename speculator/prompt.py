@@ -254,6 +254,9 @@ _DEFINES = (
     r"^[ \t]*(?:(?:async\s+)?def|class|function|func|const|let|var|type)\s+{name}\b"
     r"|^[ \t]*(?:self\.|this\.)?{name}\s*(?::[^=\n]*)?=[^=]"
 )
+# Words never worth a definition line, compared lower-cased. Not drafters.KEYWORDS:
+# that set is case-sensitive and wider (`loop`, `map`, `match` are rename
+# boundaries there, but ordinary variables whose definition a prompt should show).
 _KEYWORDS = frozenset(
     "and as assert async await break class const continue def del elif else except false "
     "finally for from func function global if import in is lambda let nil none nonlocal not "

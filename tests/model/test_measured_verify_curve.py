@@ -7,7 +7,6 @@ import pytest
 from speculator import provision
 from speculator.config import EngineConfig
 from speculator.engine import SpeculativeEngine
-from speculator.slots import model_fingerprint
 from speculator.verify_curve import SLACK, CurveStore, curve_key, measure_shapes
 
 
@@ -25,7 +24,7 @@ def test_a_loaded_engine_prices_one_thread_by_the_stored_curve() -> None:
         if engine.target.n_gpu_layers:
             pytest.skip("a GPU build keeps its tabled curve")
         store = CurveStore(provision.beside_models("verify-curves"))
-        stored = store.load(curve_key(model_fingerprint(engine.target.path), 1))
+        stored = store.load(curve_key(engine.target_fingerprint(), 1))
         assert stored is not None  # measured at this load or an earlier one, then kept
         controller = engine.controllers["refactor"]
         controller.use_threads(1)
