@@ -37,6 +37,7 @@ PREFIX_KEYSTROKES = 25  # exact reuse re-evaluates the suffix: slow, so fewer
 COLD_KEYSTROKES = 2
 # As the LSP server's typing completions: stop at a new line after this long.
 TYPING_MAX_PREDICT_MS = ServerOptions().max_predict_ms
+TYPING_DEADLINE_MS = ServerOptions().typing_deadline_ms
 REFRESH_EVERY = 8  # keystrokes between idle re-syncs in the `refresh` variant
 VARIANTS = ("shift", "refresh", "prefix", "cold")
 
@@ -70,6 +71,7 @@ def replay(
             speculation="auto",
             max_predict_ms=TYPING_MAX_PREDICT_MS,
             max_predict_from_start=True,
+            deadline_ms=TYPING_DEADLINE_MS,
         )
         started = time.perf_counter()
         result = engine.complete(req)
@@ -82,6 +84,7 @@ def replay(
                 "prompt_ms": result.stats.prompt_ms,
                 "decode_ms": result.stats.decode_ms,
                 "draft_catch_up": engine.last_draft_catch_up,
+                "cut_short": engine.last_cut_short,
                 "text": result.text,
                 "original": _first_line_matches(result.text, region[i:] + base[at:]),
             }
@@ -110,6 +113,8 @@ def summarize(rows: list[dict[str, object]]) -> dict[str, float]:
         "median_evaluated": statistics.median(evaluated),
         "mean_evaluated": round(statistics.mean(evaluated), 1),
         "max_draft_catch_up": max(int(r["draft_catch_up"]) for r in rows),  # type: ignore[call-overload]
+        "cut_short": sum(bool(r["cut_short"]) for r in rows),
+        "first_line_matches_file": sum(bool(r["original"]) for r in rows),
     }
 
 
@@ -165,12 +170,14 @@ def report(summary: dict[str, dict[str, float]], agreement: dict[str, dict[str, 
         f"`groundspec bench --replay`: regions of {', '.join(f'{f}:{line} ({n} lines)' for f, line, n in REGIONS)} "
         "are deleted and re-typed one character at a time; each keystroke sends one completion "
         "(up to 24 tokens, `auto`, stopping at a new line after "
-        f"{TYPING_MAX_PREDICT_MS} ms, prompt included, as the LSP server's typing completions do), "
+        f"{TYPING_MAX_PREDICT_MS} ms and mid-line at the {TYPING_DEADLINE_MS} ms deadline, "
+        "prompt included, as the LSP server's typing completions do), "
         "straight to the engine, with no debounce or typed-ahead cache.",
         "",
         "| KV reuse | requests | prompt tokens (median) | evaluated per keystroke (median / mean) "
-        "| p50 ms | p95 ms | worst ms | p95 prompt ms / decode ms | draft-model prompt tokens in decode (max) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| p50 ms | p95 ms | worst ms | p95 prompt ms / decode ms | draft-model prompt tokens in decode (max) "
+        "| cut at the deadline | first line matches the file |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     names = {
         "shift": "prefix + moved suffix (default)",
@@ -183,7 +190,7 @@ def report(summary: dict[str, dict[str, float]], agreement: dict[str, dict[str, 
             f"| {names[variant]} | {row['requests']} | {row['prompt_tokens']} | "
             f"{row['median_evaluated']} / {row['mean_evaluated']} | {row['p50_ms']} | "
             f"{row['p95_ms']} | {row['max_ms']} | {row['p95_prompt_ms']} / {row['p95_decode_ms']} | "
-            f"{row['max_draft_catch_up']} |"
+            f"{row['max_draft_catch_up']} | {row['cut_short']} | {row['first_line_matches_file']} |"
         )
     lines += [
         "",

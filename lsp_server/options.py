@@ -37,6 +37,12 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
     # machine or a cold file the first lines come in time, the rest on a later
     # keystroke. 0: no limit.
     max_predict_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 1000
+    # A typing completion is due this long after the engine starts on it, its
+    # prompt included: on a machine too busy to write the first line in time,
+    # it stops mid-line, at the last whole word (docs/benchmarks.md, "The typing
+    # deadline"). A prompt that takes it all (a cold file) still gets its first
+    # line. 0: no deadline.
+    typing_deadline_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 1500
     refactor_max_tokens: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)] = 512
     speculation: Speculation = "auto"
     temperature: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.0

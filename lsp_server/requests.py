@@ -168,8 +168,9 @@ def completion_request(
     typing: bool = False,
 ) -> CompletionRequest:
     """`typing`: an editor's completion as the user types, which may come from
-    the short window on an unseen file and stops at a new line once it has run
-    `max_predict_ms` (one-shot calls always get the full prompt and no limit)."""
+    the short window on an unseen file, stops at a new line once it has run
+    `max_predict_ms` and mid-line at `typing_deadline_ms` (one-shot calls always
+    get the full prompt and no limit)."""
     return CompletionRequest(
         text=src.text,
         cursor=cursor,
@@ -182,6 +183,7 @@ def completion_request(
         quick_window=typing,
         max_predict_ms=options.max_predict_ms if typing else 0,
         max_predict_from_start=typing,
+        deadline_ms=options.typing_deadline_ms if typing else 0,
     )
 
 

@@ -69,7 +69,8 @@ class DecodeOutcome:
         self.decode_ms = 0.0
         self.context_full = False  # stopped because the context had no room left
         self.looped = False  # stopped because the output repeated itself
-        self.timed_out = False  # stopped by the time limit, at a new line
+        self.timed_out = False  # stopped by the time limit, at a new line or the deadline
+        self.cut_short = False  # stopped by the deadline, maybe mid-line
         self.finished = False  # ended by the model: an end token, or the stop rule fired
 
     def count(self, drafter: str, drafted: int, accepted: int) -> None:
@@ -314,11 +315,17 @@ class Decoder:
         clock: Callable[[], float] = time.perf_counter,
         max_ms: float = 0.0,
         allowance: float = LossGuard.ALLOWANCE,
+        deadline_ms: float = 0.0,
     ):
         self.min_draft = min_draft  # > 0: the user chose the drafters, always try them
         # > 0: stop at the first new line generated after this long (llama-server's
         # t_max_predict_ms, for editors that want a suggestion in time).
         self.max_ms = max_ms
+        # > 0: the output is due this long after run() starts; a round that
+        # would end later is not started, even mid-line (a typing suggestion
+        # on a busy machine: half a line in time beats a whole one too late).
+        self.deadline_ms = deadline_ms
+        self._next_round_ms = controller.cost(1)  # the deadline's estimate
         self._started = 0.0
         self.session = session
         self.token_bytes = token_bytes
@@ -348,6 +355,10 @@ class Decoder:
         expected_tokens: int = 0,
     ) -> DecodeOutcome:
         started = self._started = self.clock()
+        if self.deadline_ms < self._next_round_ms:
+            # Not even one round fits (a cold prompt took the time): the wait is
+            # long already, and a whole first line is worth more than a token.
+            self.deadline_ms = 0.0
         self.guard.expected_tokens = self._expected_tokens = expected_tokens
         out = DecodeOutcome()
         prompt = self._prompt = list(self.session.cells)
@@ -367,6 +378,9 @@ class Decoder:
                 break
             if len(out.tokens) >= max_tokens:
                 break
+            if self._past_deadline():
+                out.timed_out = out.cut_short = True
+                break
             rows_that_fit = self.session.room()
             if rows_that_fit < 1:
                 out.context_full = True  # keep what was generated; the caller says so
@@ -384,6 +398,7 @@ class Decoder:
             accepted, forced, done = self._verify(rows, draft, out, pieces, stop)
             self.session.trim(prompt_len + len(out.tokens))
             round_ms = (self.clock() - round_start) * 1000
+            self._next_round_ms = round_ms
             if draft is None:
                 self.guard.observe_plain(round_ms - drafting_ms, wasted_ms=drafting_ms)
             else:
@@ -424,6 +439,10 @@ class Decoder:
             out.timed_out = True  # the new line is kept, as llama-server keeps it
             return True
         return False
+
+    def _past_deadline(self) -> bool:
+        """The next round, if it costs what the last one did, would end past the deadline."""
+        return self.deadline_ms > 0 and self._elapsed_ms() + self._next_round_ms > self.deadline_ms
 
     def _elapsed_ms(self) -> float:
         return (self.clock() - self._started) * 1000

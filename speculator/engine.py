@@ -32,6 +32,7 @@ from .instructions import rename_pairs
 from .models import Model, check_same_vocab, resolve_path
 from .postprocess import (
     CompletionStop,
+    cut_at_deadline,
     dedented_selection,
     finish_completion,
     finish_refactor,
@@ -116,6 +117,8 @@ class SpeculativeEngine:
         self.last_trace: tuple[list[int], list[int]] = ([], [])
         # Prompt tokens the draft model evaluated inside the last decode (bench: <= 16).
         self.last_draft_catch_up = 0
+        # The last completion stopped at its deadline, maybe mid-line (bench: how often).
+        self.last_cut_short = False
         self._fingerprint: str | None = None  # the target file's, read once
         self._init_slots(config)
 
@@ -284,8 +287,12 @@ class SpeculativeEngine:
             prepared.stop,
             cancel,
             max_ms=_decode_time_limit(request, started),
+            deadline_ms=_remaining_ms(request.deadline_ms, started),
         )
         text = finish_completion(outcome.text, prepared.multiline)
+        self.last_cut_short = outcome.cut_short
+        if outcome.cut_short:
+            text = cut_at_deadline(text)
         sync = prepared.sync
         if not record:  # an alternative: the prompt was paid for by the first one
             sync = SyncResult(sync.prompt_tokens, sync.prompt_tokens, 0, 0, 0.0)
@@ -503,6 +510,7 @@ class SpeculativeEngine:
         expected_tokens: int = 0,
         max_ms: float = 0.0,
         renames: dict[str, str] | None = None,
+        deadline_ms: float = 0.0,
     ) -> DecodeOutcome:
         prompt = list(self.session.cells)
         kind = "refactor" if isinstance(request, RefactorRequest) else "completion"
@@ -519,6 +527,7 @@ class SpeculativeEngine:
             min_draft=0 if speculation == "auto" else 1,
             max_ms=max_ms,
             allowance=allowance_for(kind),
+            deadline_ms=deadline_ms,
         )
         try:
             outcome = decoder.run(
@@ -648,6 +657,14 @@ def _decode_time_limit(request: CompletionRequest, started: float) -> float:
     when it counts from the start; a spent limit still lets the first line end."""
     limit = request.max_predict_ms
     if limit <= 0 or not request.max_predict_from_start:
+        return limit
+    return _remaining_ms(limit, started)
+
+
+def _remaining_ms(limit: float, started: float) -> float:
+    """What is left of a limit counted from `started` (0: none; a spent limit
+    leaves SPENT_LIMIT_MS, so it still applies)."""
+    if limit <= 0:
         return limit
     spent_ms = (time.perf_counter() - started) * 1000
     return max(limit - spent_ms, SPENT_LIMIT_MS)

@@ -131,6 +131,22 @@ def finish_completion(completion: str, multiline: bool) -> str:
     return completion.rstrip() if not multiline else completion
 
 
+# The end of a word that a deadline may have cut short.
+_WORD_TAIL = re.compile(r"\w+$")
+
+
+def cut_at_deadline(completion: str) -> str:
+    """A completion that a deadline stopped, maybe mid-line: past its first
+    line, less the unfinished last line; on its first line, less the last word,
+    which may be half of one (`self._ready_no` of `self._ready_nodes`, a wrong
+    name once accepted), unless that word is all there is."""
+    head, newline, _last = completion.rpartition("\n")
+    if newline and head.strip():
+        return head
+    trimmed = _WORD_TAIL.sub("", completion)
+    return trimmed if trimmed.strip() else completion
+
+
 def dedented_selection(text: str, start: int, end: int) -> tuple[str, str]:
     """(the selection as a refactor's prompt shows it, its lead).
 

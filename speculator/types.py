@@ -112,6 +112,11 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     # evaluation included, not from the first token: an editor's typing
     # completion, where a slow (cold) prompt has already spent the user's wait.
     max_predict_from_start: bool = False
+    # > 0: the suggestion is due this long after the engine starts on it, its
+    # prompt included: decoding stops before a round that would end later, even
+    # mid-line, and drops a word it cut short. An editor's typing completion;
+    # 0: no deadline.
+    deadline_ms: float = 0.0
     # Called on the engine's thread as tokens are accepted (streaming).
     on_progress: Callable[[Progress], None] | None = None
 

@@ -602,7 +602,9 @@ def test_the_draft_model_never_catches_up_on_a_whole_prompt() -> None:
     assert asked.usable  # the user chose `draft`: it may catch up
 
 
-def _timed_decoder(truth: list[int], max_ms: float) -> tuple[Decoder, ModelledTarget]:
+def _timed_decoder(
+    truth: list[int], max_ms: float = 0.0, deadline_ms: float = 0.0
+) -> tuple[Decoder, ModelledTarget]:
     clock = Clock()
     target = ModelledTarget([5, 6, 7, 8], truth, clock)
     decoder = Decoder(
@@ -615,6 +617,7 @@ def _timed_decoder(truth: list[int], max_ms: float) -> tuple[Decoder, ModelledTa
         params=SamplingParams(),
         clock=clock,
         max_ms=max_ms,
+        deadline_ms=deadline_ms,
     )
     return decoder, target
 
@@ -635,6 +638,34 @@ def test_without_a_new_line_the_time_limit_never_stops() -> None:
     decoder, target = _timed_decoder(truth, max_ms=1.0)
     out = decoder.run(target.first_logits(), max_tokens=64)
     assert not out.timed_out and out.tokens == truth[:-1]
+
+
+def test_the_deadline_stops_mid_line_before_a_round_that_would_end_past_it() -> None:
+    truth = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, END]
+    deadline = 3.5 * _curve(1)
+    decoder, target = _timed_decoder(truth, deadline_ms=deadline)
+    started = target.clock()
+    out = decoder.run(target.first_logits(), max_tokens=64)
+    assert out.timed_out and out.cut_short
+    # the first token is free (the prompt's logits); each next one costs a step
+    assert out.tokens == truth[:4]
+    assert (target.clock() - started) * 1000 <= deadline
+
+
+def test_a_deadline_shorter_than_one_round_leaves_the_first_line_to_the_time_limit() -> None:
+    # A cold prompt spent the deadline: a token alone is not worth showing.
+    truth = [1, 2, 9, 3, 4, END]
+    decoder, target = _timed_decoder(truth, max_ms=0.001, deadline_ms=0.001)
+    out = decoder.run(target.first_logits(), max_tokens=64)
+    assert out.timed_out and not out.cut_short
+    assert out.tokens == truth[:3]  # the first line, through its new line
+
+
+def test_without_a_deadline_a_long_line_runs_to_its_end() -> None:
+    truth = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, END]
+    decoder, target = _timed_decoder(truth)
+    out = decoder.run(target.first_logits(), max_tokens=64)
+    assert not out.cut_short and out.tokens == truth[:-1]
 
 
 def _decoder(

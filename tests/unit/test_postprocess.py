@@ -1,6 +1,7 @@
 from speculator.grounding import Grounding
 from speculator.postprocess import (
     CompletionStop,
+    cut_at_deadline,
     dedented_selection,
     finish_refactor,
     is_multiline,
@@ -66,6 +67,17 @@ def test_multiline_stops_before_repeating_the_next_line() -> None:
     completion = "y = x * 2\n    return y\n"
     cut = stop(completion)
     assert cut is not None and completion[:cut] == "y = x * 2"
+
+
+def test_a_line_cut_by_the_deadline_loses_its_last_word_which_may_be_half_of_one() -> None:
+    assert cut_at_deadline("if self._ready_no") == "if self."
+    assert cut_at_deadline("foo(a,") == "foo(a,"  # ends between words: kept whole
+    assert cut_at_deadline("_ready_no") == "_ready_no"  # the only word: better than nothing
+
+
+def test_past_the_first_line_the_deadline_drops_the_unfinished_line() -> None:
+    assert cut_at_deadline("x = 1\n    y = comp") == "x = 1"
+    assert cut_at_deadline("\n    return sel") == "\n    return "  # the first line is blank
 
 
 def test_multiline_decision_from_the_syntax() -> None:

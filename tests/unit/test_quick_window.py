@@ -1,6 +1,6 @@
 """Who gets the quick window (issue 12) and the time limit: an editor's typing
-completions may be served from the short window on an unseen file and stop at a
-new line after `maxPredictMs`; one-shot calls (the CLI, `groundspec/complete`,
+completions may be served from the short window on an unseen file, stop at a
+new line after `maxPredictMs` and mid-line at `typingDeadlineMs`; one-shot calls (the CLI, `groundspec/complete`,
 the benchmarks) always get the full prompt and no time limit."""
 
 from __future__ import annotations
@@ -42,6 +42,9 @@ async def test_typing_completions_may_use_the_quick_window(service: CompletionSe
     assert default > 0
     assert [r.max_predict_ms for r in fake_of(service).requests] == [default, default]
     assert all(r.max_predict_from_start for r in fake_of(service).requests)
+    deadline = ServerOptions().typing_deadline_ms
+    assert deadline > default
+    assert [r.deadline_ms for r in fake_of(service).requests] == [deadline, deadline]
 
 
 async def test_headless_completions_get_the_full_prompt(service: CompletionService) -> None:
@@ -52,6 +55,7 @@ async def test_headless_completions_get_the_full_prompt(service: CompletionServi
     await service.complete({"text": "y = ", "position": position})
     assert [r.quick_window for r in fake_of(service).requests] == [False, False]
     assert [r.max_predict_ms for r in fake_of(service).requests] == [0, 0]
+    assert [r.deadline_ms for r in fake_of(service).requests] == [0, 0]
 
 
 def test_the_cli_gets_the_full_prompt(
@@ -80,6 +84,14 @@ async def test_max_predict_ms_zero_lifts_the_typing_time_limit(fake_service) -> 
         svc.open_document(item)
         await svc.complete_typing(URI, types.Position(line=0, character=4))
         assert [r.max_predict_ms for r in fake_of(svc).requests] == [0]
+
+
+async def test_typing_deadline_ms_zero_lifts_the_deadline(fake_service) -> None:
+    async with fake_service(typing_deadline_ms=0) as svc:
+        item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="x = ")
+        svc.open_document(item)
+        await svc.complete_typing(URI, types.Position(line=0, character=4))
+        assert [r.deadline_ms for r in fake_of(svc).requests] == [0]
 
 
 def test_the_quick_window_is_on_by_default_and_the_environment_turns_it_off(
