@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import statistics
 import time
 from pathlib import Path
@@ -87,6 +88,7 @@ def replay(
                 "cut_short": engine.last_cut_short,
                 "text": result.text,
                 "original": _first_line_matches(result.text, region[i:] + base[at:]),
+                "matched_chars": _matched_chars(result.text, region[i:] + base[at:]),
             }
         )
     engine.shift_reuse = True
@@ -97,6 +99,12 @@ def _first_line_matches(completion: str, original: str) -> bool:
     """The completion's first line is what the file really says next."""
     line = completion.split("\n")[0].rstrip()
     return bool(line.strip()) and original.startswith(line)
+
+
+def _matched_chars(completion: str, original: str) -> int:
+    """How much of the completion is what the file really says next: the
+    characters a user who accepts it keeps."""
+    return len(os.path.commonprefix([completion, original]))
 
 
 def summarize(rows: list[dict[str, object]]) -> dict[str, float]:
@@ -115,6 +123,7 @@ def summarize(rows: list[dict[str, object]]) -> dict[str, float]:
         "max_draft_catch_up": max(int(r["draft_catch_up"]) for r in rows),  # type: ignore[call-overload]
         "cut_short": sum(bool(r["cut_short"]) for r in rows),
         "first_line_matches_file": sum(bool(r["original"]) for r in rows),
+        "mean_matched_chars": round(statistics.mean(int(r["matched_chars"]) for r in rows), 1),  # type: ignore[call-overload]
     }
 
 
@@ -176,8 +185,8 @@ def report(summary: dict[str, dict[str, float]], agreement: dict[str, dict[str, 
         "",
         "| KV reuse | requests | prompt tokens (median) | evaluated per keystroke (median / mean) "
         "| p50 ms | p95 ms | worst ms | p95 prompt ms / decode ms | draft-model prompt tokens in decode (max) "
-        "| cut at the deadline | first line matches the file |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| cut at the deadline | first line matches the file | characters as the file (mean) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     names = {
         "shift": "prefix + moved suffix (default)",
@@ -190,7 +199,8 @@ def report(summary: dict[str, dict[str, float]], agreement: dict[str, dict[str, 
             f"| {names[variant]} | {row['requests']} | {row['prompt_tokens']} | "
             f"{row['median_evaluated']} / {row['mean_evaluated']} | {row['p50_ms']} | "
             f"{row['p95_ms']} | {row['max_ms']} | {row['p95_prompt_ms']} / {row['p95_decode_ms']} | "
-            f"{row['max_draft_catch_up']} | {row['cut_short']} | {row['first_line_matches_file']} |"
+            f"{row['max_draft_catch_up']} | {row['cut_short']} | {row['first_line_matches_file']} | "
+            f"{row['mean_matched_chars']} |"
         )
     lines += [
         "",
