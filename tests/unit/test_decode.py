@@ -545,6 +545,24 @@ def test_guard_follows_the_load_with_a_learned_ratio_and_ignores_a_cpus_noise() 
     assert cpu.earned_ms == before
 
 
+def test_a_busy_cpu_prices_plain_rounds_by_their_median_a_gpu_by_the_least() -> None:
+    # Under a busy core a CPU's rounds, plain and drafting alike, wait now and then:
+    # the luckiest plain round would make every draft round look like a loss.
+    rounds = (50.0, 36.0, 52.0, 49.0, 51.0)
+    cpu = LossGuard(t1_estimate_ms=50.0, steady_samples=None)
+    gpu = LossGuard(t1_estimate_ms=50.0, steady_samples=[1.0] * LossGuard.SAMPLES)
+    for ms in rounds:
+        cpu.observe_plain(ms)
+        gpu.observe_plain(ms)
+    assert cpu.plain_ms == 50.0
+    assert gpu.plain_ms == 36.0
+    cpu.observe_draft_round(ms=100.0, emitted=3)  # a 3-token round at two steps' price
+    assert cpu.earned_ms == pytest.approx(3 * 50.0 - 100.0)
+    for ms in (80.0, 80.0, 80.0):  # the load doubles: t1 follows within three rounds
+        cpu.observe_plain(ms)
+    assert cpu.plain_ms == 80.0
+
+
 def test_a_full_context_keeps_what_was_generated() -> None:
     clock = Clock()
     truth = list(range(1, 60))
