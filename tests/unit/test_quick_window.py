@@ -78,20 +78,16 @@ def test_the_benchmark_gets_the_full_prompt() -> None:
     assert [(r.quick_window, r.max_predict_ms) for r in engine.requests] == [(False, 0)]
 
 
-async def test_max_predict_ms_zero_lifts_the_typing_time_limit(fake_service) -> None:
-    async with fake_service(max_predict_ms=0) as svc:
+@pytest.mark.parametrize("option", ["max_predict_ms", "typing_deadline_ms"])
+async def test_zero_lifts_a_typing_time_limit(fake_service, option: str) -> None:
+    async with fake_service(**{option: 0}) as svc:
         item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="x = ")
         svc.open_document(item)
         await svc.complete_typing(URI, types.Position(line=0, character=4))
-        assert [r.max_predict_ms for r in fake_of(svc).requests] == [0]
-
-
-async def test_typing_deadline_ms_zero_lifts_the_deadline(fake_service) -> None:
-    async with fake_service(typing_deadline_ms=0) as svc:
-        item = types.TextDocumentItem(uri=URI, language_id="python", version=1, text="x = ")
-        svc.open_document(item)
-        await svc.complete_typing(URI, types.Position(line=0, character=4))
-        assert [r.deadline_ms for r in fake_of(svc).requests] == [0]
+        request = fake_of(svc).requests[0]
+        assert (request.max_predict_ms, request.deadline_ms) == (
+            (0, 1500) if option == "max_predict_ms" else (1000, 0)
+        )
 
 
 def test_the_quick_window_is_on_by_default_and_the_environment_turns_it_off(
