@@ -180,8 +180,9 @@ class LossGuard:
     # GPU each is the least of its last SAMPLES: a busier machine shows in all
     # of them, a late round in one. On a CPU t1 is their median: under a busy
     # core every round, drafting or plain, waits now and then, and pricing
-    # plain by its luckiest round read sound drafts as losses, cut them short
-    # and cost refactors 5-10% (EPYC, one busy core, 2026-11-28).
+    # plain by its luckiest round read sound drafts as losses and cut them
+    # short (EPYC, one busy core, 2026-11-28: worst test refactor 0.95x and
+    # 0.88x with the least, 1.03x and 0.95x with the median).
     SAMPLES = 5
     PROBE_EVERY = 24  # drafting rounds between plain measurements of t1
     FIRST_PROBE = 4  # drafting rounds before the first plain measurement, at the latest
