@@ -11,6 +11,7 @@ from speculator.threads import CpuSample, ThreadPolicy
 from speculator.verify_curve import (
     CONTEXT_TOKENS,
     CURVE_ROWS,
+    FORMAT_VERSION,
     SLACK,
     CurveStore,
     curve_key,
@@ -51,8 +52,8 @@ class CostedSession:
         del self.cells[n:]
 
 
-VM_ONE_THREAD = {1: 1.0, 2: 1.7, 3: 2.1, 4: 1.8, 8: 3.5, 16: 4.4, 32: 7.9, 64: 12.7,
-                 CONTEXT_TOKENS: 20.0}  # fmt: skip
+VM_ONE_THREAD = {1: 1.0, 2: 1.7, 3: 2.1, 4: 1.8, 8: 3.5, 16: 4.4, 24: 6.6, 32: 7.9,
+                 48: 10.9, 64: 12.7, CONTEXT_TOKENS: 20.0}  # fmt: skip
 
 
 def test_the_shape_is_each_batch_against_the_step_timed_beside_it() -> None:
@@ -60,6 +61,25 @@ def test_the_shape_is_each_batch_against_the_step_timed_beside_it() -> None:
     shapes = measure_shapes(session, busy_policy(0.0), TOKENS, [1], rounds=3, clock=session.clock)
     assert shapes[1] == {k: pytest.approx(VM_ONE_THREAD[k]) for k in (1, *CURVE_ROWS)}
     assert session.cells == []  # left empty, as the engine loaded it
+
+
+class StepDescheduledOnce(CostedSession):
+    """The 1-row step before the first 32-row batch waits a time slice: alone it
+    would price that batch at half its cost."""
+
+    def append(self, tokens: Sequence[int]) -> None:
+        super().append(tokens)
+        if len(tokens) == 1 and self.appends.count(32) == 0 and self.appends.count(24) == 1:
+            self.now += self.step_s
+
+
+def test_a_step_descheduled_in_one_round_is_outvoted_by_the_others() -> None:
+    session = StepDescheduledOnce(VM_ONE_THREAD)
+    shape = measure_shapes(session, busy_policy(0.0), TOKENS, [1], clock=session.clock)[1]
+    assert shape == {k: pytest.approx(VM_ONE_THREAD[k]) for k in (1, *CURVE_ROWS)}
+    once = StepDescheduledOnce(VM_ONE_THREAD)
+    single = measure_shapes(once, busy_policy(0.0), TOKENS, [1], rounds=1, clock=once.clock)[1]
+    assert single[32] == pytest.approx(VM_ONE_THREAD[32] / 2)  # what one round stored
 
 
 def test_a_timing_gone_wrong_is_clamped_not_believed() -> None:
@@ -123,6 +143,17 @@ def test_a_corrupt_or_foreign_curve_file_is_measured_again(tmp_path: Path) -> No
     shapes = shapes_for(again, busy_policy(0.0), store)
     assert set(shapes) == {1, 2} and again.appends  # measured again, not crashed
     assert all(store.load(curve_key("model-a", t)) == shapes[t] for t in (1, 2))
+
+
+def test_a_curve_of_an_older_format_is_measured_again(tmp_path: Path) -> None:
+    store = CurveStore(tmp_path)
+    shapes_for(CostedSession(VM_ONE_THREAD), busy_policy(1.0), store)
+    (saved,) = tmp_path.glob("*.json")
+    saved.write_text(saved.read_text().replace(f'"version":{FORMAT_VERSION}', '"version":1'))
+    assert store.load(curve_key("model-a", 1)) is None
+    again = CostedSession(VM_ONE_THREAD)
+    shapes_for(again, busy_policy(1.0), store)
+    assert again.appends and store.load(curve_key("model-a", 1)) is not None
 
 
 def test_another_model_gets_its_own_curve(tmp_path: Path) -> None:
