@@ -21,6 +21,7 @@ import msgspec
 from ..grounding import Grounding, similar_siblings
 from ..postprocess import (
     CompletionStop,
+    cut_at_deadline,
     dedented_selection,
     finish_completion,
     finish_refactor,
@@ -72,7 +73,7 @@ class CompletionContext:
     fim: FimPrompt  # the raw Qwen FIM prompt's segments, split at the typing run's anchor
     extras: list[Snippet]  # workspace snippets + tree-sitter spans (in fim's header)
     multiline: bool
-    stop: CompletionStop
+    stop: CompletionStop | StopRule  # complete() adds the request's time limits (TimedStop)
     typed: str = ""  # typed since the anchor: the start of the FIM middle
 
     @property
@@ -158,6 +159,67 @@ class Generation:
         return True
 
 
+class TimedStop:
+    """A completion's stop rule with its time limits, applied as the local decoder
+    applies them (speculator/decode.py), so a typing request over a remote server
+    ends as soon as it would locally:
+    - past `max_predict_ms` the stream ends at its next new line (the line kept),
+      counted from the request's start or, like llama-server's t_max_predict_ms,
+      from the first token;
+    - where the next event, if it takes as long as the last one did, would come
+      after `deadline_ms`, it ends wherever it is (complete() then cuts back to a
+      whole line or word). A deadline the prompt already spent is dropped: a whole
+      first line is worth more than a token.
+    Ending the stream closes the connection, which ends the server's work too."""
+
+    def __init__(
+        self,
+        stop: StopRule,
+        request: CompletionRequest,
+        started: float,
+        clock: Callable[[], float] = time.perf_counter,
+    ):
+        self.stop = stop
+        self.max_predict_ms = request.max_predict_ms
+        self.from_start = request.max_predict_from_start
+        self.deadline_ms = request.deadline_ms
+        self.started = started
+        self.clock = clock
+        self.timed_out = False  # stopped by either limit
+        self.cut_short = False  # stopped by the deadline, maybe mid-line
+        self._first: float | None = None  # when the first text came
+        self._last = started
+        self._seen = 0  # characters of text seen so far
+
+    def __call__(self, text: str) -> int | None:
+        cut = self.stop(text)
+        if cut is not None:
+            return cut
+        now = self.clock()
+        new, self._seen = text[self._seen :], len(text)
+        gap_ms, self._last = (now - self._last) * 1000, now
+        if not new:
+            return None  # an event without text (counts only): not a token
+        if self._first is None:
+            self._first = now
+            gap_ms = 0.0  # the prompt's wait says nothing of the next token's
+            if self.deadline_ms > 0 and self._ms_since(self.started, now) >= self.deadline_ms:
+                self.deadline_ms = 0.0
+        if self.deadline_ms > 0 and self._ms_since(self.started, now) + gap_ms > self.deadline_ms:
+            self.timed_out = self.cut_short = True
+            return len(text)
+        origin = self.started if self.from_start else self._first
+        if self.max_predict_ms > 0 and "\n" in new:
+            if self._ms_since(origin, now) > self.max_predict_ms:
+                self.timed_out = True
+                return len(text)
+        return None
+
+    @staticmethod
+    def _ms_since(origin: float, now: float) -> float:
+        return (now - origin) * 1000
+
+
 def _hit_token_limit(event: dict[str, Any]) -> bool:
     """llama-server's last event says `stop_type: limit`; OpenAI's `finish_reason: length`."""
     choices = event.get("choices")
@@ -213,10 +275,15 @@ class RemoteEngine:
     ) -> CompletionResult:
         started = time.perf_counter()
         context = self.completion_context(request)
+        timed = TimedStop(context.stop, request, started)
+        context.stop = timed
         generation = self.generate_completion(request, context, cancel)
         self.learn(generation)
         text = finish_completion(generation.text, context.multiline)
-        return CompletionResult(text=text, stats=self._stats(generation, started))
+        if timed.cut_short:
+            text = cut_at_deadline(text)
+        stats = self._stats(generation, started)
+        return CompletionResult(text=text, stats=stats, timed_out=timed.timed_out)
 
     def persist(self) -> int:
         """Nothing to write: the server keeps its own slots."""
