@@ -212,6 +212,35 @@ def test_cancel_stops_the_server_generating(engine: LlamaServerEngine, server: L
     raise AssertionError("llama-server is still generating for a cancelled request")
 
 
+SIEVE = 'def primes_below(n: int) -> list[int]:\n    """Every prime below n, by the sieve of Eratosthenes."""\n    '
+
+
+def test_a_typing_deadline_ends_the_servers_generation(
+    engine: LlamaServerEngine, server: LlamaServer
+) -> None:
+    """A typing completion over the server ends at its deadline, cut back to whole
+    words, as the local engine's does; the server stops generating."""
+    path = "/work/project/sieve.py"
+    whole = CompletionRequest(text=SIEVE, cursor=len(SIEVE), path=path, multiline=True)
+    engine.warm(whole)  # a warm prompt: the deadline is not spent before the first token
+    full = engine.complete(whole)
+    assert full.stats.generated_tokens >= 20 and not full.timed_out  # a long body to cut
+    started = time.perf_counter()
+    cut = engine.complete(
+        CompletionRequest(text=SIEVE, cursor=len(SIEVE), path=path, multiline=True, deadline_ms=400)
+    )
+    assert time.perf_counter() - started < 1.5
+    assert cut.timed_out and cut.stats.generated_tokens < full.stats.generated_tokens
+    assert full.text.startswith(cut.text) and len(cut.text) < len(full.text)
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        slots = httpx.get(server.url + "/slots", timeout=2.0).json()
+        if not any(slot["is_processing"] for slot in slots):
+            return
+        time.sleep(0.1)
+    raise AssertionError("llama-server is still generating after the deadline")
+
+
 def test_server_killed_mid_request_and_coming_back(
     engine: LlamaServerEngine, server: LlamaServer
 ) -> None:
