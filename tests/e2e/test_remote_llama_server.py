@@ -195,6 +195,17 @@ LONG_REWRITE = RefactorRequest(
 )
 
 
+def assert_slots_go_idle(server: LlamaServer, when: str) -> None:
+    """The server stopped generating: every slot idle within 10 s."""
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline:
+        slots = httpx.get(server.url + "/slots", timeout=2.0).json()
+        if not any(slot["is_processing"] for slot in slots):
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"llama-server is still generating {when}")
+
+
 def test_cancel_stops_the_server_generating(engine: LlamaServerEngine, server: LlamaServer) -> None:
     token = CancelToken()
     threading.Timer(1.0, token.cancel).start()
@@ -203,13 +214,7 @@ def test_cancel_stops_the_server_generating(engine: LlamaServerEngine, server: L
         engine.refactor(LONG_REWRITE, token)
     assert time.perf_counter() - started < 2.0
     # The server gave up on it too: its slots are idle again (at most one batch later).
-    deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline:
-        slots = httpx.get(server.url + "/slots", timeout=2.0).json()
-        if not any(slot["is_processing"] for slot in slots):
-            return
-        time.sleep(0.1)
-    raise AssertionError("llama-server is still generating for a cancelled request")
+    assert_slots_go_idle(server, "for a cancelled request")
 
 
 SIEVE = 'def primes_below(n: int) -> list[int]:\n    """Every prime below n, by the sieve of Eratosthenes."""\n    '
@@ -232,13 +237,7 @@ def test_a_typing_deadline_ends_the_servers_generation(
     assert time.perf_counter() - started < 1.5
     assert cut.timed_out and cut.stats.generated_tokens < full.stats.generated_tokens
     assert full.text.startswith(cut.text) and len(cut.text) < len(full.text)
-    deadline = time.monotonic() + 10.0
-    while time.monotonic() < deadline:
-        slots = httpx.get(server.url + "/slots", timeout=2.0).json()
-        if not any(slot["is_processing"] for slot in slots):
-            return
-        time.sleep(0.1)
-    raise AssertionError("llama-server is still generating after the deadline")
+    assert_slots_go_idle(server, "after the deadline")
 
 
 def test_server_killed_mid_request_and_coming_back(
