@@ -200,24 +200,20 @@ class TimedStop:
         gap_ms, self._last = (now - self._last) * 1000, now
         if not new:
             return None  # an event without text (counts only): not a token
+        elapsed_ms = (now - self.started) * 1000
         if self._first is None:
             self._first = now
             gap_ms = 0.0  # the prompt's wait says nothing of the next token's
-            if self.deadline_ms > 0 and self._ms_since(self.started, now) >= self.deadline_ms:
+            if self.deadline_ms > 0 and elapsed_ms >= self.deadline_ms:
                 self.deadline_ms = 0.0
-        if self.deadline_ms > 0 and self._ms_since(self.started, now) + gap_ms > self.deadline_ms:
+        if self.deadline_ms > 0 and elapsed_ms + gap_ms > self.deadline_ms:
             self.timed_out = self.cut_short = True
             return len(text)
-        origin = self.started if self.from_start else self._first
-        if self.max_predict_ms > 0 and "\n" in new:
-            if self._ms_since(origin, now) > self.max_predict_ms:
-                self.timed_out = True
-                return len(text)
+        predicted_ms = elapsed_ms if self.from_start else (now - self._first) * 1000
+        if self.max_predict_ms > 0 and "\n" in new and predicted_ms > self.max_predict_ms:
+            self.timed_out = True
+            return len(text)
         return None
-
-    @staticmethod
-    def _ms_since(origin: float, now: float) -> float:
-        return (now - origin) * 1000
 
 
 def _hit_token_limit(event: dict[str, Any]) -> bool:
