@@ -211,12 +211,32 @@ def curve_key(model_fingerprint: str, threads: int) -> str:
         model_fingerprint,
         llama_cpp.__version__,
         llama_cpp.llama_print_system_info().decode(errors="replace"),  # the kernels built
+        cpu_kernels_fingerprint(),  # a patched kernel (.ci/patches) prices batches anew
         cpu_name(),
         str(os.cpu_count()),
         str(threads),
         f"context {CONTEXT_TOKENS}",
     ]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
+
+
+def cpu_kernels_fingerprint(lib_dir: Path | None = None) -> str:
+    """A digest of ggml's CPU backend library, the code a batch's cost comes from.
+
+    The version and the system info stay the same when a build carries other kernels
+    (our VNNI patch, for one), so the library's bytes name them. A few MB, hashed
+    once per start."""
+    if lib_dir is None:
+        from llama_cpp import llama_cpp as bindings
+
+        lib_dir = Path(getattr(bindings, "_base_path", Path(bindings.__file__).parent / "lib"))
+    digest = hashlib.sha256()
+    for path in sorted({p.resolve() for p in lib_dir.glob("*ggml-cpu*")}):
+        try:
+            digest.update(path.read_bytes())
+        except OSError:
+            continue  # an unreadable copy: the other parts of the key still apply
+    return digest.hexdigest()[:16]
 
 
 def cpu_name() -> str:

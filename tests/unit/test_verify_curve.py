@@ -14,6 +14,7 @@ from speculator.verify_curve import (
     FORMAT_VERSION,
     SLACK,
     CurveStore,
+    cpu_kernels_fingerprint,
     curve_key,
     machine_shapes,
     measure_shapes,
@@ -158,6 +159,19 @@ def test_a_curve_of_an_older_format_is_measured_again(tmp_path: Path) -> None:
 
 def test_another_model_gets_its_own_curve(tmp_path: Path) -> None:
     assert curve_key("model-a", 1) != curve_key("model-b", 1) != curve_key("model-b", 2)
+
+
+def test_other_cpu_kernels_get_their_own_curve(tmp_path: Path) -> None:
+    """A patched ggml-cpu keeps llama.cpp's version and system info; its bytes differ."""
+    lib = tmp_path / "libggml-cpu.so.0.25.3"
+    lib.write_bytes(b"maddubs kernels")
+    (tmp_path / "libggml-cpu.so").symlink_to(lib.name)
+    (tmp_path / "libllama.so").write_bytes(b"not a CPU kernel")
+    stock = cpu_kernels_fingerprint(tmp_path)
+    (tmp_path / "libllama.so").write_bytes(b"rebuilt, same kernels")
+    assert cpu_kernels_fingerprint(tmp_path) == stock
+    lib.write_bytes(b"vnni kernels")
+    assert cpu_kernels_fingerprint(tmp_path) != stock
 
 
 def test_an_unwritable_folder_only_costs_a_measurement_next_start(tmp_path: Path) -> None:
