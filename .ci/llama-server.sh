@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build llama.cpp's llama-server once per machine, for the remote-backend tests and benchmarks.
 # It comes from the llama.cpp vendored in the llama-cpp-python sdist the project pins, so the
-# server runs the same ggml as the in-process engine, with the same patches (.ci/patches). About 8 minutes on 2 cores; the binary
-# is cached by version and later runs return at once.
+# server runs the same ggml as the in-process engine, with the same patches (.ci/patches).
+# About 8 minutes on 2 cores; the binary is cached by version and later runs return at once.
 set -euo pipefail
 
 # shellcheck source=.ci/llama-build.sh

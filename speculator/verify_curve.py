@@ -17,6 +17,7 @@ bend the curve; the median of a few rounds is kept.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -211,7 +212,7 @@ def curve_key(model_fingerprint: str, threads: int) -> str:
         model_fingerprint,
         llama_cpp.__version__,
         llama_cpp.llama_print_system_info().decode(errors="replace"),  # the kernels built
-        cpu_kernels_fingerprint(),  # a patched kernel (.ci/patches) prices batches anew
+        _loaded_cpu_kernels(),  # a patched kernel (.ci/patches) prices batches anew
         cpu_name(),
         str(os.cpu_count()),
         str(threads),
@@ -220,16 +221,12 @@ def curve_key(model_fingerprint: str, threads: int) -> str:
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
-def cpu_kernels_fingerprint(lib_dir: Path | None = None) -> str:
-    """A digest of ggml's CPU backend library, the code a batch's cost comes from.
+def cpu_kernels_fingerprint(lib_dir: Path) -> str:
+    """A digest of ggml's CPU backend library in `lib_dir`, the code a batch's cost
+    comes from.
 
     The version and the system info stay the same when a build carries other kernels
-    (our VNNI patch, for one), so the library's bytes name them. A few MB, hashed
-    once per start."""
-    if lib_dir is None:
-        from llama_cpp import llama_cpp as bindings
-
-        lib_dir = Path(getattr(bindings, "_base_path", Path(bindings.__file__).parent / "lib"))
+    (our VNNI patch, for one), so the library's bytes name them."""
     digest = hashlib.sha256()
     for path in sorted({p.resolve() for p in lib_dir.glob("*ggml-cpu*")}):
         try:
@@ -237,6 +234,16 @@ def cpu_kernels_fingerprint(lib_dir: Path | None = None) -> str:
         except OSError:
             continue  # an unreadable copy: the other parts of the key still apply
     return digest.hexdigest()[:16]
+
+
+@functools.cache
+def _loaded_cpu_kernels() -> str:
+    """The fingerprint of the library llama-cpp-python loaded (about 1.5 MB, hashed
+    once per process)."""
+    from llama_cpp import llama_cpp as bindings
+
+    default = Path(bindings.__file__).parent / "lib"
+    return cpu_kernels_fingerprint(Path(getattr(bindings, "_base_path", default)))
 
 
 def cpu_name() -> str:
