@@ -1,6 +1,6 @@
 #!/bin/bash
 # Stage what a lent GPU machine needs into build/g/ (ignored by git, kept there between
-# calls): the llama.cpp vendored in the pinned sdist (trimmed to 9 MB), the cp312 wheels
+# calls): the llama.cpp vendored in the pinned sdist, patched (trimmed to 9 MB), the cp312 wheels
 # the device image lacks, the llama_cpp Python package, and the two models in 61 MiB
 # parts (a call carries at most 64 MiB). docs/gpu.md says how the calls use them.
 set -euo pipefail
@@ -10,9 +10,7 @@ stage="$root/build/g"
 models="$CACHE/models"
 rm -rf "$stage" && mkdir -p "$stage/whl" "$stage/sd"
 cp "$root"/bench/gpu/device-*.sh "$stage/"
-python3 -m pip download -q --no-deps --no-binary=:all: -d "$stage/sd" "llama-cpp-python==$VERSION"
-tar xzf "$stage"/sd/*.tar.gz -C "$stage/sd"
-src="$stage/sd/llama_cpp_python-$VERSION"
+src="$(patched_source "$stage/sd")"  # with .ci/patches applied, as the CPU builds
 cp -r "$src/llama_cpp" "$stage/pkg_llama_cpp"
 skip=(docs models tests benches media gguf-py ggml/src/ggml-{vulkan,sycl,opencl,metal,hexagon,et})
 tar czf "$stage/llama.tgz" -C "$src/vendor" "${skip[@]/#/--exclude=llama.cpp/}" llama.cpp
