@@ -1,8 +1,8 @@
 #!/bin/bash
 # Stage what a lent GPU machine needs into build/g/ (ignored by git, kept there between
-# calls): the llama.cpp vendored in the pinned sdist, patched (trimmed to 9 MB), the cp312 wheels
-# the device image lacks, the llama_cpp Python package, and the two models in 61 MiB
-# parts (a call carries at most 64 MiB). docs/gpu.md says how the calls use them.
+# calls): the llama.cpp vendored in the pinned sdist, patched (trimmed to 9 MB), the
+# cp312 wheels the device image lacks, the llama_cpp Python package, and the two models
+# in 61 MiB parts (a call carries at most 64 MiB). docs/gpu.md says how the calls use them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 source "$root/.ci/llama-build.sh"
