@@ -23,9 +23,10 @@ DEFAULT_COST_MS = {1: 33.1, 2: 58.7, 3: 80.1, 4: 99.2, 8: 168.7, 9: 206.6, 16: 2
                    49: 620.8, 56: 705.0, 57: 730.0, 64: 738.2, 65: 736.3}  # fmt: skip
 # (56 and 57 rows: measured later as 21.3x and 21.0x one row, against 21.5x for 64.)
 # Draft lengths tried: k drafts make a batch of k + 1 rows, a multiple of 8 past 4.
-# At most 64 rows: from 64 query rows on, ggml's CPU flash attention switches to a
-# tiled kernel that makes a 64-row batch cost less than a 56-row one (29x one row
-# against 31x at a 1,000-token context; on one thread under load 31x against 36x).
+# At most 64 rows: from 64 query rows on, stock ggml's CPU flash attention switches
+# to a tiled kernel that makes a 64-row batch cost less than a 56-row one (29x one
+# row against 31x at a 1,000-token context; on one thread under load 31x against
+# 36x); our build takes it from 32 rows (.ci/patches/ggml-fa-tiled-from-32-rows.patch).
 # Its rounding differs from the 1-row path about as often as the batches just
 # below it do (docs/exactness.md). Longer batches gain little more per row (128
 # rows: 53x) and lose more on a miss (docs/benchmarks.md, "64-row verify batches").
@@ -180,6 +181,29 @@ class Controller:
         """Expected verify ms for a batch: the tabled shape times the measured scale."""
         return self._costs.cost(rows)
 
+    def verify_rows(self, drafts: int, max_rows: int = MAX_VERIFY_ROWS) -> int:
+        """Rows to verify a draft of `drafts` tokens with: drafts + 1, or a draft
+        size's larger batch (padded, decode.Decoder) where the curve prices it lower.
+
+        ggml's CPU kernels run some batch sizes much more cheaply than the sizes
+        just below them (one EPYC thread: 16 rows cost 8.5 steps, 15 rows 10.6;
+        64 rows 26.9, 63 rows 31.3), and a draft that runs out (the rest of a
+        selection) ends anywhere. Never past `max_rows` (the context's room)."""
+        rows = best = drafts + 1
+        best_ms = self.cost(rows)
+        limit = min(max_rows, self._rows, max(self.max_draft, drafts) + 1)
+        for size in DRAFT_SIZES[bisect.bisect_left(DRAFT_SIZES, rows) :]:
+            padded = size + 1
+            if padded > limit:
+                break
+            if (ms := self.cost(padded)) < best_ms:
+                best, best_ms = padded, ms
+        return best
+
+    def verify_cost(self, drafts: int, max_rows: int = MAX_VERIFY_ROWS) -> float:
+        """Expected ms to verify a draft of `drafts` tokens (in verify_rows' batch)."""
+        return self.cost(self.verify_rows(drafts, max_rows))
+
     def draft_length(self, bucket: str, available: int, extra_cost_ms: float = 0.0) -> int:
         """Best number of drafts to verify (0 = plain decoding).
 
@@ -194,7 +218,7 @@ class Controller:
             term *= a2
             if k not in DRAFT_SIZES and k != available:
                 continue
-            rate = (1.0 + a1 * run) / (self.cost(k + 1) + extra_cost_ms * k)
+            rate = (1.0 + a1 * run) / (self.verify_cost(k) + extra_cost_ms * k)
             if rate > best_rate:
                 best_k, best_rate = k, rate
         return best_k

@@ -398,12 +398,13 @@ class Decoder:
             room = min(max_tokens - len(out.tokens), rows_that_fit)
             drafting_start = self.clock()
             self.controller.use_threads(self.session.threads)  # what the last step ran on
-            draft = self._draft(prompt + out.tokens, room)
+            draft = self._draft(prompt + out.tokens, room, rows_that_fit)
             drafting_ms = (self.clock() - drafting_start) * 1000
             k = len(draft.tokens) if draft else 0
+            padding = [x] * draft.padding if draft else []
             t0 = self.clock()
-            rows = self.session.append([x] + (draft.tokens if draft else []))
-            self.controller.observe_cost(k + 1, (self.clock() - t0) * 1000)
+            rows = self.session.append([x] + (draft.tokens if draft else []) + padding)
+            self.controller.observe_cost(k + 1 + len(padding), (self.clock() - t0) * 1000)
             out.rounds += 1
             accepted, forced, done = self._verify(rows, draft, out, pieces, stop)
             self.session.trim(prompt_len + len(out.tokens))
@@ -457,9 +458,10 @@ class Decoder:
     def _elapsed_ms(self) -> float:
         return (self.clock() - self._started) * 1000
 
-    def _draft(self, history: list[int], room: int) -> Draft | None:
+    def _draft(self, history: list[int], room: int, rows_that_fit: int) -> Draft | None:
         """Ask drafters in order (cheapest first); size the draft by expected gain,
-        within what this request can afford to lose (LossGuard)."""
+        within what this request can afford to lose (LossGuard), and pad its batch
+        to a size the kernels run more cheaply (Controller.verify_rows)."""
         if self.min_draft == 0 and self.guard.must_probe():
             return None  # a plain round, to measure t1 under the current load
         self._project_length(history)
@@ -486,7 +488,11 @@ class Decoder:
             )
             k = min(len(draft.tokens), max(k, self.min_draft))
             if k > 0:
-                draft.tokens = draft.tokens[:k]
+                rows = self.controller.verify_rows(k, rows_that_fit)
+                # The padded rows verify more of the proposal where it has more (at
+                # no extra cost), and are padding only past its end.
+                draft.tokens = draft.tokens[: min(rows - 1, room - 1)]
+                draft.padding = rows - 1 - len(draft.tokens)
                 return draft
             self.controller.declined(draft.bucket)
             drafter.declined(draft)
@@ -549,7 +555,7 @@ class Decoder:
         # No draft is longer than a verify batch allows: looking further only
         # costs time (each cost() past the controller's table is a scan).
         for k in range(1, min(available, MAX_VERIFY_ROWS - 1) + 1):
-            worst = self.controller.cost(k + 1) * unit + extra_ms * k - self.guard.plain_ms
+            worst = self.controller.verify_cost(k) * unit + extra_ms * k - self.guard.plain_ms
             if worst > budget:
                 break
             best = k

@@ -35,13 +35,16 @@ CHANCE_BUCKET = "lookup:1"  # a draft placed by a one-token match
 class Draft:
     """Proposed tokens plus what the controller needs to size and score them."""
 
-    __slots__ = ("tokens", "drafter", "bucket", "q")
+    __slots__ = ("tokens", "drafter", "bucket", "q", "padding")
 
     def __init__(self, tokens: list[int], drafter: str, bucket: str, q: np.ndarray | None = None):
         self.tokens = tokens
         self.drafter = drafter
         self.bucket = bucket  # confidence class, e.g. "lookup:4" for a 4-gram match
         self.q = q  # draft probabilities per token (rows x vocab) when stochastic
+        # Rows evaluated after the draft and never verified: they round the batch up to
+        # a size the CPU kernels run more cheaply (Controller.verify_rows).
+        self.padding = 0
 
 
 class Drafter(Protocol):

@@ -178,3 +178,41 @@ def test_with_one_thread_in_all_its_curve_prices_every_round() -> None:
     for threads in (1, 2):
         cpu.use_threads(threads)
         assert cpu.cost(8) / cpu.cost(1) == pytest.approx(2.0)
+
+
+# One EPYC thread (bench.verify_cost --threads 1 --context 400): a batch of 16, 32,
+# 48 or 64 rows costs less than the few sizes just below it.
+EPYC_ONE_THREAD = {1: 1.0, 2: 2.0, 3: 2.9, 4: 3.4, 8: 6.7, 15: 10.6, 16: 8.5, 24: 13.8,
+                   31: 17.5, 32: 15.7, 47: 25.1, 48: 22.8, 63: 31.3, 64: 26.9}  # fmt: skip
+
+
+def _one_thread_refactor_controller(shape: dict[int, float]) -> Controller:
+    controller = controllers_by_kind(cpu_only=True)["refactor"]
+    controller.price_by_measured({1: shape}, max_threads=1)
+    controller.use_threads(1)
+    return controller
+
+
+def test_a_draft_off_the_grid_is_verified_in_the_cheaper_batch_above_it() -> None:
+    c = _one_thread_refactor_controller(EPYC_ONE_THREAD)
+    assert c.verify_rows(13) == 16  # 14 rows priced about 10 steps, 16 rows 8.5
+    assert c.verify_rows(62) == 64
+    assert c.verify_rows(15) == 16  # on the grid already
+    assert c.verify_rows(9) == 10  # 10 rows cost less than 16
+    assert c.verify_rows(62, max_rows=63) == 63  # no room in the context for 64
+    assert c.verify_cost(13) == c.cost(16)
+
+
+def test_a_draft_is_never_padded_where_bigger_batches_cost_more() -> None:
+    rising = {rows: 1.0 + 0.2 * rows for rows in (1, 2, 4, 8, 15, 16, 31, 32, 63, 64)}
+    c = _one_thread_refactor_controller(rising)
+    assert [c.verify_rows(k) for k in (1, 5, 13, 30, 62)] == [2, 6, 14, 31, 63]
+
+
+def test_a_draft_that_runs_out_is_priced_by_its_padded_batch() -> None:
+    """13 right tokens: as 14 rows (about 10 steps) not worth more than a 7-token
+    draft in 8 rows; padded to 16 rows (8.5 steps) they are."""
+    c = _one_thread_refactor_controller(EPYC_ONE_THREAD)
+    for _ in range(30):
+        c.observe_acceptance("lookup:aligned", drafted=15, accepted=15)
+    assert c.draft_length("lookup:aligned", 13) == 13

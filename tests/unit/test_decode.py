@@ -752,3 +752,37 @@ def test_a_negative_seed_is_random_and_a_tiny_temperature_is_greedy() -> None:
     tiny = SamplingParams(temperature=1e-320)
     assert tiny.greedy and next_token(logits, tiny) == 1
     assert not SamplingParams(temperature=1e-3).greedy
+
+
+def test_a_draft_that_runs_out_is_verified_in_a_padded_batch_and_stays_exact() -> None:
+    """Drafts of 13 tokens on one CPU thread, where 16 rows cost less than 14: each
+    is verified in a 16-row batch, the two padding rows are never taken as output,
+    and only the 13 drafted tokens count as drafted."""
+    shape = {1: 1.0, 2: 2.0, 3: 2.9, 4: 3.4, 8: 6.7, 15: 10.6, 16: 8.5, 24: 13.8,
+             31: 17.5, 32: 15.7, 47: 25.1, 48: 22.8, 63: 31.3, 64: 26.9}  # fmt: skip
+    sizes = sorted(shape)
+
+    def lumpy(rows: int) -> float:
+        return float(np.interp(rows, sizes, [shape[s] for s in sizes])) * 50.0
+
+    _, truth = _copying_truth(200)
+    clock = Clock()
+    target = ModelledTarget([5, 6, 7, 8], truth, clock, curve=lumpy, threads=1)
+    controller = controllers_by_kind(cpu_only=True)["refactor"]
+    controller.price_by_measured({1: shape}, max_threads=1)
+    drafter = TruthDrafter(truth, prompt_len=4, longest=13, bucket="lookup:aligned")
+    decoder = Decoder(
+        target,  # type: ignore[arg-type]
+        token_bytes=lambda t: b" t%d" % t,
+        is_end=lambda t: t == END,
+        controller=controller,
+        drafters=[drafter],
+        params=SamplingParams(),
+        clock=clock,
+        allowance=allowance_for("refactor"),
+    )
+    out = decoder.run(target.first_logits(), len(truth) + 8, expected_tokens=len(truth))
+    assert out.tokens == truth[:-1]
+    assert set(target.batches[1:-1]) == {16}  # never the 14 rows a 13-token draft needs
+    # The padding is neither drafted nor accepted (the last draft ends on END).
+    assert out.drafted - 1 <= out.accepted <= out.drafted <= len(truth)
