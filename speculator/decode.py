@@ -401,7 +401,7 @@ class Decoder:
             draft = self._draft(prompt + out.tokens, room, rows_that_fit)
             drafting_ms = (self.clock() - drafting_start) * 1000
             k = len(draft.tokens) if draft else 0
-            padding = [x] * draft.padding if draft else []
+            padding = [x] * draft.padding if draft else []  # any token: never verified
             t0 = self.clock()
             rows = self.session.append([x] + (draft.tokens if draft else []) + padding)
             self.controller.observe_cost(k + 1 + len(padding), (self.clock() - t0) * 1000)
