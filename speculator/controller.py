@@ -12,6 +12,7 @@ hardware (CPU verify batches are expensive, GPU ones are nearly free).
 from __future__ import annotations
 
 import bisect
+import math
 
 # Verify cost (ms) by batch size for the default target on the 2-core machine,
 # measured with llama-cpp-python 0.3.36 (docs/bench-drafting.md). Only the
@@ -189,20 +190,31 @@ class Controller:
         just below them (one EPYC thread: 16 rows cost 8.5 steps, 15 rows 10.6;
         64 rows 26.9, 63 rows 31.3), and a draft that runs out (the rest of a
         selection) ends anywhere. Never past `max_rows` (the context's room)."""
-        rows = best = drafts + 1
-        best_ms = self.cost(rows)
-        limit = min(max_rows, self._rows, max(self.max_draft, drafts) + 1)
-        for size in DRAFT_SIZES[bisect.bisect_left(DRAFT_SIZES, rows) :]:
-            padded = size + 1
-            if padded > limit:
-                break
-            if (ms := self.cost(padded)) < best_ms:
-                best, best_ms = padded, ms
-        return best
+        rows = drafts + 1
+        padded = [size + 1 for size in DRAFT_SIZES if rows < size + 1 <= self._pad_limit(max_rows)]
+        return min([rows, *padded], key=self.cost)  # the first of equals: the fewest rows
 
     def verify_cost(self, drafts: int, max_rows: int = MAX_VERIFY_ROWS) -> float:
         """Expected ms to verify a draft of `drafts` tokens (in verify_rows' batch)."""
         return self.cost(self.verify_rows(drafts, max_rows))
+
+    def verify_costs(self, drafts: int) -> list[float]:
+        """[verify_cost(k) for k in 0..drafts], each grid batch priced once: the loss
+        guard prices every length in every round, where verify_cost apart would price
+        the grid above each length again."""
+        limit = self._pad_limit(MAX_VERIFY_ROWS)
+        grid = {size + 1: self.cost(size + 1) for size in DRAFT_SIZES if size + 1 <= limit}
+        cheapest_above = min([ms for rows, ms in grid.items() if rows > drafts + 1] or [math.inf])
+        costs = [0.0] * (drafts + 1)
+        for k in range(drafts, -1, -1):
+            costs[k] = min(self.cost(k + 1), cheapest_above)
+            cheapest_above = min(cheapest_above, grid.get(k + 1, math.inf))
+        return costs
+
+    def _pad_limit(self, max_rows: int) -> int:
+        """The largest batch a draft is padded to: a draft longer than max_draft is
+        never padded past its own rows, as none is above it within this limit."""
+        return min(max_rows, self._rows, self.max_draft + 1)
 
     def draft_length(self, bucket: str, available: int, extra_cost_ms: float = 0.0) -> int:
         """Best number of drafts to verify (0 = plain decoding).

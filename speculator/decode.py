@@ -554,8 +554,10 @@ class Decoder:
         best = 0
         # No draft is longer than a verify batch allows: looking further only
         # costs time (each cost() past the controller's table is a scan).
-        for k in range(1, min(available, MAX_VERIFY_ROWS - 1) + 1):
-            worst = self.controller.verify_cost(k) * unit + extra_ms * k - self.guard.plain_ms
+        longest = min(available, MAX_VERIFY_ROWS - 1)
+        costs = self.controller.verify_costs(longest)
+        for k in range(1, longest + 1):
+            worst = costs[k] * unit + extra_ms * k - self.guard.plain_ms
             if worst > budget:
                 break
             best = k

@@ -180,12 +180,6 @@ def test_with_one_thread_in_all_its_curve_prices_every_round() -> None:
         assert cpu.cost(8) / cpu.cost(1) == pytest.approx(2.0)
 
 
-# One EPYC thread (bench.verify_cost --threads 1 --context 400): a batch of 16, 32,
-# 48 or 64 rows costs less than the few sizes just below it.
-EPYC_ONE_THREAD = {1: 1.0, 2: 2.0, 3: 2.9, 4: 3.4, 8: 6.7, 15: 10.6, 16: 8.5, 24: 13.8,
-                   31: 17.5, 32: 15.7, 47: 25.1, 48: 22.8, 63: 31.3, 64: 26.9}  # fmt: skip
-
-
 def _one_thread_refactor_controller(shape: dict[int, float]) -> Controller:
     controller = controllers_by_kind(cpu_only=True)["refactor"]
     controller.price_by_measured({1: shape}, max_threads=1)
@@ -193,8 +187,10 @@ def _one_thread_refactor_controller(shape: dict[int, float]) -> Controller:
     return controller
 
 
-def test_a_draft_off_the_grid_is_verified_in_the_cheaper_batch_above_it() -> None:
-    c = _one_thread_refactor_controller(EPYC_ONE_THREAD)
+def test_a_draft_off_the_grid_is_verified_in_the_cheaper_batch_above_it(
+    epyc_one_thread: dict[int, float],
+) -> None:
+    c = _one_thread_refactor_controller(epyc_one_thread)
     assert c.verify_rows(13) == 16  # 14 rows priced about 10 steps, 16 rows 8.5
     assert c.verify_rows(62) == 64
     assert c.verify_rows(15) == 16  # on the grid already
@@ -209,10 +205,24 @@ def test_a_draft_is_never_padded_where_bigger_batches_cost_more() -> None:
     assert [c.verify_rows(k) for k in (1, 5, 13, 30, 62)] == [2, 6, 14, 31, 63]
 
 
-def test_a_draft_that_runs_out_is_priced_by_its_padded_batch() -> None:
+def test_a_draft_that_runs_out_is_priced_by_its_padded_batch(
+    epyc_one_thread: dict[int, float],
+) -> None:
     """13 right tokens: as 14 rows (about 10 steps) not worth more than a 7-token
     draft in 8 rows; padded to 16 rows (8.5 steps) they are."""
-    c = _one_thread_refactor_controller(EPYC_ONE_THREAD)
+    c = _one_thread_refactor_controller(epyc_one_thread)
     for _ in range(30):
         c.observe_acceptance("lookup:aligned", drafted=15, accepted=15)
     assert c.draft_length("lookup:aligned", 13) == 13
+
+
+@pytest.mark.parametrize("kind", ["refactor", "completion"])
+def test_the_guards_prices_of_every_length_are_verify_costs(
+    epyc_one_thread: dict[int, float], kind: str
+) -> None:
+    """verify_costs, priced in one pass for the loss guard, is verify_cost of each length."""
+    c = controllers_by_kind(cpu_only=True)[kind]
+    c.price_by_measured({1: epyc_one_thread}, max_threads=1)
+    c.use_threads(1)
+    for drafts in (3, 13, 40, MAX_VERIFY_ROWS - 1):
+        assert c.verify_costs(drafts) == [c.verify_cost(k) for k in range(drafts + 1)]

@@ -754,12 +754,13 @@ def test_a_negative_seed_is_random_and_a_tiny_temperature_is_greedy() -> None:
     assert not SamplingParams(temperature=1e-3).greedy
 
 
-def test_a_draft_that_runs_out_is_verified_in_a_padded_batch_and_stays_exact() -> None:
+def test_a_draft_that_runs_out_is_verified_in_a_padded_batch_and_stays_exact(
+    epyc_one_thread: dict[int, float],
+) -> None:
     """Drafts of 13 tokens on one CPU thread, where 16 rows cost less than 14: each
     is verified in a 16-row batch, the two padding rows are never taken as output,
     and only the 13 drafted tokens count as drafted."""
-    shape = {1: 1.0, 2: 2.0, 3: 2.9, 4: 3.4, 8: 6.7, 15: 10.6, 16: 8.5, 24: 13.8,
-             31: 17.5, 32: 15.7, 47: 25.1, 48: 22.8, 63: 31.3, 64: 26.9}  # fmt: skip
+    shape = epyc_one_thread
     sizes = sorted(shape)
 
     def lumpy(rows: int) -> float:
