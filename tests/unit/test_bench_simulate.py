@@ -205,7 +205,8 @@ def test_a_fresh_policy_replays_each_task_as_a_new_process_would() -> None:
     recorded = traces(rename, rename, rename)
     learning = simulate(recorded, token_bytes, tokenize)
     fresh = simulate(recorded, token_bytes, tokenize, fresh_policy=True)
-    # Learning across tasks: the same task again drafts longer, sooner.
-    assert learning[2].spec_ms < learning[1].spec_ms < learning[0].spec_ms
+    # Learning across tasks: the same task again drafts longer, sooner (and then
+    # as long as the loss guard allows).
+    assert learning[2].spec_ms <= learning[1].spec_ms < learning[0].spec_ms
     # A fresh policy: the same task costs the same, whatever ran before it.
     assert fresh[2].spec_ms == fresh[1].spec_ms == fresh[0].spec_ms == learning[0].spec_ms

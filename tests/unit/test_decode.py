@@ -250,7 +250,10 @@ def test_a_completion_loses_at_most_half_a_refactors_share(length: int) -> None:
     completion_ms = run([WrongDrafter()], "completion")
     assert allowance_for("completion") < allowance_for("refactor")
     assert completion_ms <= plain_ms * (1 + allowance_for("completion")) + 2.0 * _cpu_curve(1)
-    assert completion_ms < run([WrongDrafter()], "refactor")
+    refactor_ms = run([WrongDrafter()], "refactor")
+    assert completion_ms <= refactor_ms + 1e-6
+    if length > 100:  # short, both lose the one wrong draft their shares allow
+        assert completion_ms < refactor_ms
 
 
 # An H100's verify curve (docs/gpu.md): ms by batch rows, measured between
@@ -449,7 +452,10 @@ def test_the_cost_of_looking_for_drafts_counts_as_a_loss() -> None:
     decoder, target = _decoder(truth, [SlowDrafter(clock, truth)], trusting, clock)
     out = decoder.run(target.first_logits(), 300, expected_tokens=200)
     assert out.tokens == plain
-    assert clock.now * 1000 <= plain_ms * (1 + LossGuard.ALLOWANCE) + 12 * _curve(1)
+    # Past the allowance: the look that overdraws it and one more while broke
+    # (Decoder._keep_following); what a look costs is known only once it is made.
+    look_ms = 10 * _curve(1)
+    assert clock.now * 1000 <= plain_ms * (1 + LossGuard.ALLOWANCE) + 2 * look_ms + 2 * _curve(1)
 
 
 def test_guard_budget_follows_what_drafting_earned() -> None:
