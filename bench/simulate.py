@@ -37,6 +37,7 @@ from speculator.drafters import PromptLookupDrafter
 from speculator.instructions import rename_pairs
 from speculator.prompt import REFACTOR_FENCE, fence_stop
 from speculator.types import CompletionRequest, Engine
+from speculator.verify_curve import CURVE_ROWS
 
 from .report import Report
 from .tasks import SPLITS, Task, refactor_tasks
@@ -163,6 +164,33 @@ def curve_warnings(curve: dict[int, float]) -> list[str]:
         for big in sizes[i + 1 :]
         if curve[big] < 0.8 * curve[small]
     ]
+
+
+def load_curve(path: Path) -> dict[int, float]:
+    """A verify curve, {rows: ms}, from the markdown report `python -m bench.verify_cost`
+    prints (its `| rows | ms | ...` lines) or a JSON object of the same."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise SystemExit(f"cannot read the verify curve {path}: {exc.strerror}") from None
+    try:
+        if text.lstrip().startswith("{"):
+            curve = {int(rows): float(ms) for rows, ms in json.loads(text).items()}
+        else:
+            cells = (line.strip().strip("|").split("|") for line in text.splitlines())
+            curve = {
+                int(row[0]): float(row[1].replace(",", ""))
+                for row in cells
+                if len(row) >= 2 and row[0].strip().isdigit()
+            }
+    except (ValueError, AttributeError) as exc:
+        raise SystemExit(f"{path} is not a verify curve ({exc})") from None
+    if 1 not in curve or len(curve) < 2:
+        raise SystemExit(
+            f"{path} is not a verify curve: it needs a 1-row step and batch sizes "
+            "(python -m bench.verify_cost --rows 1,2,...)"
+        )
+    return curve
 
 
 def load_traces(path: Path) -> Traces:
@@ -365,6 +393,12 @@ def _as_text(tokens: Sequence[int]) -> str:
     return "".join(map(chr, tokens))
 
 
+def machine_shape(curve: dict[int, float]) -> dict[int, float]:
+    """What an engine keeps of a measured curve: the timed sizes, x one row."""
+    table = CostCurve(curve)
+    return {rows: table(rows) / table(1) for rows in (1, *CURVE_ROWS)}
+
+
 def simulate(
     traces: Traces,
     token_bytes: TokenBytes,
@@ -373,23 +407,37 @@ def simulate(
     cost_scale: float = 1.0,
     cost: CostCurve | None = None,
     fresh_policy: bool = False,
+    machine_curve: dict[int, float] | None = None,
 ) -> list[SimResult]:
     """Replay every trace of the split, in recorded order, plain and with lookup
     drafting, on `cost` (default: the traces' own curve, scaled). The controllers
     learn across tasks, as a running engine's do; `fresh_policy`: each task starts
-    from the priors, as a new process with nothing learned does."""
+    from the priors, as a new process with nothing learned does. `machine_curve`
+    (bench.verify_cost's {rows: ms}): the target's cost, and the curve the
+    controllers price drafts by, as a CPU engine prices by the curve it measured
+    (speculator/verify_curve.py), in place of the traces' own."""
     threads = 1 if traces.load else 2
-    cost = cost or CostCurve(traces.cost_ms or DEFAULT_COST_MS, cost_scale, threads=threads)
+    table = machine_curve or traces.cost_ms or DEFAULT_COST_MS
+    cost = cost or CostCurve(table, cost_scale, threads=threads)
     cpu_only = cost.replay_saves_ms == 0  # a curve without graph replay is a CPU's
-    controllers = controllers_by_kind(cpu_only)
-    plain_controllers = controllers_by_kind(cpu_only)
+
+    def new_controllers() -> dict[str, Controller]:
+        made = controllers_by_kind(cpu_only)
+        if machine_curve:
+            shape = machine_shape(machine_curve)
+            for controller in made.values():
+                controller.price_by_measured({1: shape, 2: shape}, max_threads=2)
+        return made
+
+    controllers = new_controllers()
+    plain_controllers = new_controllers()
     refactors = {task.name: task for task in refactor_tasks()}
     results = []
     for trace in traces.tasks:
         if split != "all" and trace.split != split:
             continue
         if fresh_policy:
-            controllers = controllers_by_kind(cpu_only)
+            controllers = new_controllers()
         _, plain_ms, _, _ = decode_on_fake(
             trace, plain_controllers[trace.kind], [], token_bytes, cost
         )
@@ -444,18 +492,21 @@ def summarize(results: list[SimResult]) -> dict[str, dict[str, dict[str, object]
     return out
 
 
-def markdown(results: list[SimResult], traces: Traces, cost_scale: float) -> str:
+def markdown(
+    results: list[SimResult], traces: Traces, cost_scale: float, curve: str | None = None
+) -> str:
+    source = f"the verify curve {curve}" if curve else "their cost curve"
     lines = [
         "# Simulated speedups (replay of recorded `off` tokens)",
         "",
         f"Traces recorded {traces.recorded_at}{' under load' if traces.load else ''}; "
-        f"cost curve scaled by {cost_scale}. The real Decoder, lookup drafter and controller "
+        f"{source} scaled by {cost_scale}. The real Decoder, lookup drafter and controller "
         "against a fake target; the draft model is not simulated. The ceiling is "
         "`copy_ceiling`: an oracle that drafts, with perfect foresight, every coming token "
         "a lookup could copy, at the best batch size.",
         "",
     ]
-    noisy = curve_warnings(traces.cost_ms)
+    noisy = [] if curve else curve_warnings(traces.cost_ms)
     if noisy:
         lines += [
             f"**The recorded cost curve looks noisy** ({len(noisy)} inversions, e.g. "
@@ -503,6 +554,7 @@ def run_simulate(args: argparse.Namespace, config: EngineConfig) -> int:
             args.split,
             args.cost_scale or 1.0,
             fresh_policy=args.fresh_policy,
+            machine_curve=load_curve(Path(args.curve)) if getattr(args, "curve", None) else None,
         )
     finally:
         model.close()
@@ -516,7 +568,7 @@ def run_simulate(args: argparse.Namespace, config: EngineConfig) -> int:
             )
         )
     else:
-        text = markdown(results, traces, args.cost_scale or 1.0)
+        text = markdown(results, traces, args.cost_scale or 1.0, getattr(args, "curve", None))
         if args.output:
             Path(args.output).write_text(text)
         print(text)

@@ -124,6 +124,12 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--traces", metavar="PATH", help="trace file for --simulate")
     bench.add_argument("--cost-scale", type=float, default=1.0, help="--simulate: cost factor")
     bench.add_argument(
+        "--curve",
+        metavar="PATH",
+        help="--simulate: a verify curve from `python -m bench.verify_cost` (its report) "
+        "as the target's cost and the curve drafts are priced by",
+    )
+    bench.add_argument(
         "--fresh-policy",
         action="store_true",
         help="--simulate: each task starts from the priors, as a new process (a CLI call) does",

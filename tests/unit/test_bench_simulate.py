@@ -20,6 +20,7 @@ from bench.simulate import (
     copy_ceiling,
     curve_warnings,
     decode_on_fake,
+    load_curve,
     load_traces,
     record_traces,
     simulate,
@@ -210,3 +211,38 @@ def test_a_fresh_policy_replays_each_task_as_a_new_process_would() -> None:
     assert learning[2].spec_ms <= learning[1].spec_ms < learning[0].spec_ms
     # A fresh policy: the same task costs the same, whatever ran before it.
     assert fresh[2].spec_ms == fresh[1].spec_ms == fresh[0].spec_ms == learning[0].spec_ms
+
+
+def test_a_measured_verify_curve_prices_the_target_and_the_drafts(tmp_path: Path) -> None:
+    """`--curve`: bench.verify_cost's report as the target's cost and as the curve the
+    controllers price drafts by (in place of the traces' own)."""
+    report = tmp_path / "curve.md"
+    report.write_text(
+        "| rows | ms | x one row |\n|---|---|---|\n| 1 | 50 | 1.0 |\n| 16 | 1,000 | 20.0 |\n"
+        "| 64 | 4,000 | 80.0 |\n"
+    )
+    steep = load_curve(report)
+    assert steep == {1: 50.0, 16: 1000.0, 64: 4000.0}
+    flat_json = tmp_path / "flat.json"
+    flat_json.write_text('{"1": 50, "16": 60, "64": 80}')
+    flat = load_curve(flat_json)
+    recorded = traces(trace("copy", f"Rewrite this:\n{SOURCE}\nRewritten:\n", SOURCE))
+    (dear,) = simulate(recorded, token_bytes, tokenize, machine_curve=steep)
+    (cheap,) = simulate(recorded, token_bytes, tokenize, machine_curve=flat)
+    assert dear.plain_ms == pytest.approx(cheap.plain_ms)  # the same 50 ms steps
+    assert dear.plain_ms == pytest.approx(50.0 * len(SOURCE), rel=0.05)
+    assert dear.drafted == 0  # a row dearer than a step: no draft pays
+    assert cheap.drafted > 0 and cheap.speedup > 3 and cheap.exact
+
+
+def test_a_file_that_is_not_a_verify_curve_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match="cannot read"):
+        load_curve(tmp_path / "missing.md")
+    no_step = tmp_path / "no-step.md"
+    no_step.write_text("| rows | ms |\n|---|---|\n| 16 | 300 |\n")
+    with pytest.raises(SystemExit, match="1-row step"):
+        load_curve(no_step)
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"1": "fast"}')
+    with pytest.raises(SystemExit, match="not a verify curve"):
+        load_curve(broken)
