@@ -51,15 +51,9 @@ DRAFT_TOKEN_RATIO = 0.8
 # Starting points, replaced by what is measured. Completions are short and
 # often new code, so a wrong long draft costs more than it can win; a
 # refactor mostly copies its selection, so lookup drafts start trusted.
-# A draft aligned with the selection had its first token taken in every one of
-# the 94-112 rounds of the dev refactors' replay (bench/simulate.py), 93% of its
-# tokens in all: at 0.95 (continuations 0.975) a new process (a CLI call) verified
-# its first copies 16 rows at a time, at 0.97 (0.985) 32 and 64 rows sooner; dev,
-# one thread, each task a new process: mean 1.99x -> 2.05x, worst task the same
-# (docs/benchmarks.md, "A new process trusts an aligned copy sooner").
 REFACTOR_PRIORS = {"lookup:0": 0.4, "lookup:1": 0.5, "lookup:2": 0.7, "lookup:3": 0.8,
                    "lookup:4": 0.85, "lookup:resync": 0.8, "lookup:rename": 0.9,
-                   "lookup:aligned": 0.97, "lookup:punctuation": 0.8,
+                   "lookup:aligned": 0.95, "lookup:punctuation": 0.8,
                    "draft": 0.6}  # fmt: skip
 PRIOR_ACCEPTANCE = {
     "lookup:0": 0.2,
