@@ -226,7 +226,7 @@ def test_always_wrong_drafts_cost_at_most_the_allowance(load: float) -> None:
 
 
 @pytest.mark.parametrize("length", [30, 300])
-def test_a_completion_loses_at_most_half_a_refactors_share(length: int) -> None:
+def test_a_completion_loses_at_most_its_smaller_share(length: int) -> None:
     """Completions rarely gain from drafts on a CPU, so a loss of a refactor's
     full allowance plus a noisy step would read below the 0.90x bound: on one
     busy core, always-wrong drafts cost a completion at most its own share."""
