@@ -420,11 +420,11 @@ def simulate(
     table = machine_curve or traces.cost_ms or DEFAULT_COST_MS
     cost = cost or CostCurve(table, cost_scale, threads=threads)
     cpu_only = cost.replay_saves_ms == 0  # a curve without graph replay is a CPU's
+    shape = machine_shape(machine_curve) if machine_curve else None
 
     def new_controllers() -> dict[str, Controller]:
         made = controllers_by_kind(cpu_only)
-        if machine_curve:
-            shape = machine_shape(machine_curve)
+        if shape is not None:
             for controller in made.values():
                 controller.price_by_measured({1: shape, 2: shape}, max_threads=2)
         return made
