@@ -39,6 +39,10 @@ Logits = npt.NDArray[np.float32]
 # 64 at 77-78, 32 at 60-69.
 CANCEL_CHECK_TOKENS = 128
 
+# A prompt range this long is evaluated with its last token in a batch of its own
+# (_prompt_batches).
+LAST_TOKEN_ALONE = 16
+
 # What llama_decode returns when its abort callback stopped it.
 DECODE_ABORTED = 2
 
@@ -68,6 +72,26 @@ class AbortFlag:
     @property
     def raised(self) -> bool:
         return self._buffer[0] != b"\x00"
+
+
+def _prompt_batches(
+    start: int, end: int, step: int, last_alone: bool = False
+) -> list[tuple[int, int]]:
+    """The [lo, hi) batches that evaluate prompt[start:end], at most `step` each.
+
+    With `last_alone`, a range of LAST_TOKEN_ALONE tokens or more ends with its last
+    token alone. Its logits give the first generated token, and a prompt the cache
+    already holds evaluates only that token, alone (Session.sync). A row rounds
+    differently in a batch than alone (docs/exactness.md), so without this the same
+    request could start differently cold and warm: `off` and `auto` on one prompt
+    did, on a near-tie (an AMD EPYC Zen 3 VM, 2026-12-01). Short ranges (a
+    keystroke's few tokens) stay one batch: a step more per keystroke would cost
+    typing latency."""
+    body_end = end - 1 if last_alone and end - start >= LAST_TOKEN_ALONE else end
+    batches = [(lo, min(body_end, lo + step)) for lo in range(start, body_end, step)]
+    if body_end < end:
+        batches.append((body_end, end))
+    return batches
 
 
 def _libc_strlen() -> Any:
@@ -234,7 +258,7 @@ class Session:
             pos = new + length
         if moves:
             self._rm(1, -1, -1)
-        return self._eval_range(prompt, pos, len(prompt), cancel)
+        return self._eval_range(prompt, pos, len(prompt), cancel, last_alone=True)
 
     def _rm(self, seq: int, p0: int, p1: int) -> None:
         if p1 != -1 and p1 <= p0:
@@ -243,13 +267,18 @@ class Session:
             raise EngineError("llama.cpp could not trim the KV cache")
 
     def _eval_range(
-        self, prompt: list[int], start: int, end: int, cancel: CancelToken | None
+        self,
+        prompt: list[int],
+        start: int,
+        end: int,
+        cancel: CancelToken | None,
+        last_alone: bool = False,
     ) -> Logits:
-        """Evaluate prompt[start:end] at its positions; logits of the last token."""
+        """Evaluate prompt[start:end] at its positions; logits of the last token
+        (with `last_alone`, the prompt's last: _prompt_batches)."""
         step = self.n_batch if cancel is None else CANCEL_CHECK_TOKENS
         with self._abortable(cancel):
-            for lo in range(start, end, step):
-                hi = min(end, lo + step)
+            for lo, hi in _prompt_batches(start, end, step, last_alone):
                 self._fill(prompt[lo:hi], list(range(lo, hi)), [False] * (hi - lo - 1) + [True])
                 if (cancel is not None and cancel.cancelled) or not self._decode(abortable=True):
                     # llama.cpp dropped the aborted batch's cells: prompt[:lo] is left
