@@ -274,8 +274,8 @@ class Session:
         cancel: CancelToken | None,
         last_alone: bool = False,
     ) -> Logits:
-        """Evaluate prompt[start:end] at its positions; logits of the last token
-        (with `last_alone`, the prompt's last: _prompt_batches)."""
+        """Evaluate prompt[start:end] at its positions; logits of its last token,
+        which `last_alone` evaluates in a batch of its own (_prompt_batches)."""
         step = self.n_batch if cancel is None else CANCEL_CHECK_TOKENS
         with self._abortable(cancel):
             for lo, hi in _prompt_batches(start, end, step, last_alone):
