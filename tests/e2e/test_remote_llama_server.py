@@ -228,13 +228,18 @@ def test_a_typing_deadline_ends_the_servers_generation(
     path = "/work/project/sieve.py"
     whole = CompletionRequest(text=SIEVE, cursor=len(SIEVE), path=path, multiline=True)
     engine.warm(whole)  # a warm prompt: the deadline is not spent before the first token
+    started = time.perf_counter()
     full = engine.complete(whole)
+    full_s = time.perf_counter() - started
     assert full.stats.generated_tokens >= 20 and not full.timed_out  # a long body to cut
     started = time.perf_counter()
     cut = engine.complete(
         CompletionRequest(text=SIEVE, cursor=len(SIEVE), path=path, multiline=True, deadline_ms=400)
     )
-    assert time.perf_counter() - started < 1.5
+    # The stream is cut as it arrives, but a server's speculative batch arrives whole:
+    # on a slow CPU (an AVX2 Zen 3 VM) one 53-token ngram-mod batch took 1.2 s. So the
+    # bound is 1.5 s or, on a machine that slow, half of the uncut request's time.
+    assert time.perf_counter() - started < max(1.5, 0.5 * full_s)
     assert cut.timed_out and cut.stats.generated_tokens < full.stats.generated_tokens
     assert full.text.startswith(cut.text) and len(cut.text) < len(full.text)
     assert_slots_go_idle(server, "after the deadline")
