@@ -17,6 +17,7 @@ Both leave the output distributed exactly as the target's alone.
 from __future__ import annotations
 
 import logging
+import math
 import statistics
 import time
 from collections import deque
@@ -463,6 +464,9 @@ class Decoder:
     def _elapsed_ms(self) -> float:
         return (self.clock() - self._started) * 1000
 
+    def _time_left_ms(self) -> float:
+        return self.deadline_ms - self._elapsed_ms() if self.deadline_ms > 0 else math.inf
+
     def _draft(self, history: list[int], room: int, rows_that_fit: int) -> Draft | None:
         """Ask drafters in order (cheapest first); size the draft by expected gain,
         within what this request can afford to lose (LossGuard), and pad its batch
@@ -548,7 +552,8 @@ class Decoder:
         return measured if measured is not None else DRAFT_TOKEN_RATIO * self.guard.t1
 
     def _affordable(self, available: int, extra_ms: float) -> int:
-        """The longest draft whose worst case (all rejected) fits the guard's budget.
+        """The longest draft whose worst case (all rejected) fits the guard's budget,
+        and whose round ends before the deadline.
 
         Verify costs come from the controller's curve as ratios to a 1-row
         step, times t1 measured in this request: both sides at the same moment."""
@@ -556,14 +561,17 @@ class Decoder:
             return available  # the user asked for these drafters: no guard
         budget = self.guard.budget_ms()
         unit = self.guard.t1 / self.controller.cost(1)
+        # _past_deadline priced the next round as the last one (after a plain
+        # round, a step); a drafted round costs its batch, which must fit too.
+        time_left = self._time_left_ms()
         best = 0
         # No draft is longer than a verify batch allows: looking further only
         # costs time (each cost() past the controller's table is a scan).
         longest = min(available, MAX_VERIFY_ROWS - 1)
         costs = self.controller.verify_costs(longest)
         for k in range(1, longest + 1):
-            worst = costs[k] * unit + extra_ms * k - self.guard.plain_ms
-            if worst > budget:
+            round_ms = costs[k] * unit + extra_ms * k
+            if round_ms - self.guard.plain_ms > budget or round_ms > time_left:
                 break
             best = k
         return best

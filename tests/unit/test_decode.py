@@ -676,6 +676,34 @@ def test_the_deadline_stops_mid_line_before_a_round_that_would_end_past_it() -> 
     assert (target.clock() - started) * 1000 <= deadline
 
 
+def test_a_drafted_round_that_would_end_past_the_deadline_is_not_started() -> None:
+    """A plain round prices the next one at a step; a right draft makes it a batch
+    of many steps (16 rows, 5.7 steps past a deadline, before the fix). Within the
+    deadline a draft is verified shorter, or not at all."""
+    truth = list(range(10, 60)) * 3 + [END]
+    drafted = 0
+    for tenths in range(20, 600, 5):  # deadlines of 2 to 60 steps
+        controller = Controller(priors=REFACTOR_PRIORS, max_draft=64)
+        clock = Clock()
+        target = ModelledTarget([5, 6, 7, 8], truth, clock, curve=controller.cost)
+        deadline = tenths / 10 * controller.cost(1)
+        decoder = Decoder(
+            target,  # type: ignore[arg-type]
+            token_bytes=lambda t: b" t%d" % t,
+            is_end=lambda t: t == END,
+            controller=controller,
+            drafters=[TruthDrafter(truth, prompt_len=4, longest=48, bucket="lookup:aligned")],
+            params=SamplingParams(),
+            clock=clock,
+            deadline_ms=deadline,
+        )
+        out = decoder.run(target.first_logits(), max_tokens=160, expected_tokens=150)
+        assert out.cut_short and out.tokens == truth[: len(out.tokens)]
+        assert clock.now * 1000 <= deadline + 1e-6, (tenths, target.batches)
+        drafted += max(target.batches) > 1
+    assert drafted > 100  # drafts still run where they fit
+
+
 def test_a_deadline_shorter_than_one_round_leaves_the_first_line_to_the_time_limit() -> None:
     # A cold prompt spent the deadline: a token alone is not worth showing.
     truth = [1, 2, 9, 3, 4, END]
