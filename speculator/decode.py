@@ -459,7 +459,7 @@ class Decoder:
 
     def _past_deadline(self) -> bool:
         """The next round, if it costs what the last one did, would end past the deadline."""
-        return self.deadline_ms > 0 and self._elapsed_ms() + self._next_round_ms > self.deadline_ms
+        return self._next_round_ms > self._time_left_ms()
 
     def _elapsed_ms(self) -> float:
         return (self.clock() - self._started) * 1000

@@ -685,17 +685,10 @@ def test_a_drafted_round_that_would_end_past_the_deadline_is_not_started() -> No
     for tenths in range(20, 600, 5):  # deadlines of 2 to 60 steps
         controller = Controller(priors=REFACTOR_PRIORS, max_draft=64)
         clock = Clock()
-        target = ModelledTarget([5, 6, 7, 8], truth, clock, curve=controller.cost)
         deadline = tenths / 10 * controller.cost(1)
-        decoder = Decoder(
-            target,  # type: ignore[arg-type]
-            token_bytes=lambda t: b" t%d" % t,
-            is_end=lambda t: t == END,
-            controller=controller,
-            drafters=[TruthDrafter(truth, prompt_len=4, longest=48, bucket="lookup:aligned")],
-            params=SamplingParams(),
-            clock=clock,
-            deadline_ms=deadline,
+        right = TruthDrafter(truth, prompt_len=4, longest=48, bucket="lookup:aligned")
+        decoder, target = _decoder(
+            truth, [right], controller, clock, curve=controller.cost, deadline_ms=deadline
         )
         out = decoder.run(target.first_logits(), max_tokens=160, expected_tokens=150)
         assert out.cut_short and out.tokens == truth[: len(out.tokens)]
@@ -725,10 +718,12 @@ def _decoder(
     drafters: list,
     controller: Controller | None = None,
     clock: Clock | None = None,
+    curve: Callable[[int], float] | None = None,
+    deadline_ms: float = 0.0,
 ) -> tuple[Decoder, ModelledTarget]:
     """A decoder over a modelled target whose greedy output is `truth`."""
     clock = clock or Clock()
-    target = ModelledTarget([5, 6, 7, 8], truth, clock)
+    target = ModelledTarget([5, 6, 7, 8], truth, clock, curve=curve)
     decoder = Decoder(
         target,  # type: ignore[arg-type]
         token_bytes=lambda t: b" t%d" % t,
@@ -737,6 +732,7 @@ def _decoder(
         drafters=drafters,
         params=SamplingParams(),
         clock=clock,
+        deadline_ms=deadline_ms,
     )
     return decoder, target
 
