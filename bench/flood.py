@@ -1,6 +1,6 @@
 """Keystroke flood: type into the daemon at a fixed rate and check it keeps up.
 
-    python -m lsp_server.flood [--seconds 60] [--rate 50] [--real]
+    python -m bench.flood [--seconds 60] [--rate 50] [--real]
 
 Starts `python -m lsp_server` (fake engine unless --real), opens a document,
 and for each keystroke sends a didChange plus an inline completion request

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from speculator.config import EngineConfig
-from speculator.drafters import common_prefix
 from speculator.models import ALL_LAYERS, gpu_layers
+from speculator.tokens import common_prefix
 from speculator.types import Engine, Stats
 
 from .tasks import SPLITS, peak_rss_mb

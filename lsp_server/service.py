@@ -29,6 +29,7 @@ from speculator.types import (
     CompletionResult,
     Engine,
     EngineError,
+    ProgressCallback,
     RefactorResult,
 )
 from speculator.workspace import WorkspaceIndex
@@ -45,7 +46,6 @@ T = TypeVar("T")
 # A cancelled job stops within one prompt batch or decode round (about a second).
 SHUTDOWN_PERSIST_WAIT_S = 5.0
 
-ProgressCallback = Callable[[str, int], None]
 ReadyCallback = Callable[[str | None], None]  # None when loaded, else the error
 
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
+from .tokens import common_prefix
+
 if TYPE_CHECKING:
     from .session import Session
 
@@ -773,15 +775,6 @@ class PositionIndex:
 def pair_key(first: Any, second: Any) -> Any:
     """One integer for a token pair (ints or numpy arrays), apart from all tokens."""
     return ((first + 1) << 32) | second
-
-
-def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """Length of the longest common prefix of two token sequences."""
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 def _softmax(logits: np.ndarray) -> np.ndarray:

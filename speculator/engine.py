@@ -25,8 +25,7 @@ from .decode import (
     refactor_budget,
     unfinished_refactor,
 )
-from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter, common_prefix
-from .factory import ProgressCallback
+from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
 from .grounding import Grounding, similar_siblings
 from .instructions import rename_pairs
 from .models import Model, check_same_vocab, resolve_path
@@ -59,6 +58,7 @@ from .slots import (
     model_fingerprint,
 )
 from .threads import ThreadPolicy
+from .tokens import common_prefix
 from .totals import Totals
 from .types import (
     Cancelled,
@@ -68,6 +68,7 @@ from .types import (
     ContextProvider,
     EngineError,
     Progress,
+    ProgressCallback,
     RefactorRequest,
     RefactorResult,
     Speculation,

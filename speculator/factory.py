@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import gc
 import os
-from collections.abc import Callable
 
 from .config import BACKENDS, EngineConfig
 from .fake import DEFAULT_FAKE_TEXT, FakeEngine
-from .types import Engine, EngineError
-
-# progress(message, percentage 0..100)
-ProgressCallback = Callable[[str, int], None]
+from .types import Engine, EngineError, ProgressCallback
 
 
 def load_engine(

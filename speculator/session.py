@@ -24,8 +24,8 @@ import llama_cpp
 import numpy as np
 import numpy.typing as npt
 
-from .drafters import common_prefix
 from .threads import ThreadPolicy
+from .tokens import common_prefix
 from .types import Cancelled, CancelToken, EngineError
 
 log = logging.getLogger(__name__)

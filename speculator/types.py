@@ -129,6 +129,10 @@ class Progress(msgspec.Struct):
     prompt_tokens: int
 
 
+# Model loading reports progress(message, percentage 0..100) to the editor.
+ProgressCallback = Callable[[str, int], None]
+
+
 class CompletionResult(msgspec.Struct, omit_defaults=True):
     text: str
     stats: Stats

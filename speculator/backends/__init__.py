@@ -9,14 +9,11 @@ thin client needs no models on the machine.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 
 from ..config import EngineConfig
-from ..types import Engine
+from ..types import Engine, ProgressCallback
 from . import llama_server, openai
 from .http import Transport
-
-ProgressCallback = Callable[[str, int], None]
 
 
 def load_remote(config: EngineConfig, progress: ProgressCallback | None = None) -> Engine:

@@ -156,7 +156,7 @@ async def test_keystroke_flood(client: LanguageClient) -> None:
     not os.environ.get("GROUNDSPEC_LONG_FLOOD"), reason="a minute long; set GROUNDSPEC_LONG_FLOOD=1"
 )
 async def test_one_minute_flood_at_50_keystrokes_per_second() -> None:
-    from lsp_server.flood import run_flood
+    from bench.flood import run_flood
 
     report = await run_flood(seconds=60, rate=50)
     assert report["failed"] == 0 and report["answered"] > 2500
