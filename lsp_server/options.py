@@ -27,8 +27,20 @@ NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 MAX_TOKENS = 8192
 
 
+class CompletionOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    # Offer LSP completion items (completionProvider, read at initialize). Unset:
+    # only to clients that do not show inline completions (eglot); an editor with
+    # ghost text would list the same suggestion again in its completion menu
+    # (nvim-cmp, blink.cmp).
+    lsp_items: bool | None = None
+
+    def offered_to(self, shows_inline_completions: bool) -> bool:
+        return not shows_inline_completions if self.lsp_items is None else self.lsp_items
+
+
 class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
     engine: EngineConfig = msgspec.field(default_factory=EngineConfig)
+    completion: CompletionOptions = msgspec.field(default_factory=CompletionOptions)
     debounce_ms: Annotated[int, msgspec.Meta(ge=0, le=5000)] = 120
     max_tokens: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
     # A typing completion stops at the first new line generated once the engine

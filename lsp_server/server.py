@@ -341,6 +341,18 @@ def completion_item(src: rq.Resolved, cursor: int, text: str) -> types.Completio
 @handler
 def on_initialize(ls: GroundspecServer, params: types.InitializeParams) -> None:
     ls.service.apply_initialization_options(params.initialization_options)
+    offer_completion_items(ls, params.capabilities)
+
+
+def offer_completion_items(ls: GroundspecServer, client: types.ClientCapabilities) -> None:
+    """Keep textDocument/completion (pygls advertises the features registered
+    when this handler returns) only where `completion.lspItems` wants it."""
+    shows_inline = bool(client.text_document and client.text_document.inline_completion)
+    features = ls.protocol.fm.features
+    if not ls.service.options.completion.offered_to(shows_inline):
+        features.pop(types.TEXT_DOCUMENT_COMPLETION, None)
+    elif types.TEXT_DOCUMENT_COMPLETION not in features:  # a later session on the same server
+        ls.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions())(completion)
 
 
 @handler
