@@ -76,6 +76,7 @@ def replay(
         )
         started = time.perf_counter()
         result = engine.complete(req)
+        outcome = engine.last_outcome
         rows.append(
             {
                 "keystroke": i,
@@ -84,8 +85,8 @@ def replay(
                 "prompt": result.stats.prompt_tokens,
                 "prompt_ms": result.stats.prompt_ms,
                 "decode_ms": result.stats.decode_ms,
-                "draft_catch_up": engine.last_draft_catch_up,
-                "cut_short": engine.last_cut_short,
+                "draft_catch_up": outcome.draft_catch_up if outcome else 0,
+                "cut_short": outcome.cut_short if outcome else False,
                 "text": result.text,
                 "original": _first_line_matches(result.text, region[i:] + base[at:]),
                 "matched_chars": _matched_chars(result.text, region[i:] + base[at:]),

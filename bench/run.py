@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 
+from lsp_server import progress
 from speculator.config import EngineConfig
 from speculator.languages import language_id_for_path
 from speculator.types import (
@@ -64,7 +65,8 @@ def run_task(engine: Engine, task: Task, mode: Speculation) -> Run:
         refactored = engine.refactor(rreq)
         text, stats = refactored.new_text, refactored.stats
     seconds = time.perf_counter() - started
-    prompt, tokens = getattr(engine, "last_trace", ([], []))
+    outcome = getattr(engine, "last_outcome", None)  # a local engine's (remote: none)
+    prompt, tokens = (outcome.prompt, outcome.tokens) if outcome is not None else ([], [])
     return Run(
         task.name, task.kind, mode, text, stats, seconds, list(prompt), list(tokens), task.split
     )
@@ -166,7 +168,7 @@ def run_modes(
 
     engine = load_engine(config)
     report = Report(load=load, repeat=repeat)
-    for task in tasks:
+    for task in progress.tasks(tasks, "bench", len(tasks)):
         if task.kind == "completion":
             engine.warm(CompletionRequest(text=task.text, cursor=task.start, path=task.path))
         runs: dict[str, list[Run]] = {mode: [] for mode in modes}
@@ -174,7 +176,7 @@ def run_modes(
             for mode in modes:
                 run = run_task(engine, task, mode)  # type: ignore[arg-type]
                 runs[mode].append(run)
-                log.warning("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
+                log.info("%s %-8s %s", task.name, mode, msgspec.json.encode(run.stats).decode())
         report.runs += [median_run(runs[mode]) for mode in modes]
         if peer is not None and not report.peer_note:
             report.peer_note = run_peer_task(peer, median_run(runs["off"]))

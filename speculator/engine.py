@@ -21,13 +21,13 @@ from .decode import (
     Decoder,
     SamplingParams,
     StopRule,
-    allowance_for,
     refactor_budget,
     unfinished_refactor,
 )
 from .drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
 from .grounding import Grounding, similar_siblings
 from .instructions import rename_pairs
+from .loss_guard import allowance_for
 from .models import Model, check_same_vocab, resolve_path
 from .postprocess import (
     CompletionStop,
@@ -113,13 +113,9 @@ class SpeculativeEngine:
         self._provider: ContextProvider | None = None
         self._window_starts: dict[str, int] = {}
         self._quick_windows: dict[str, QuickWindow] = {}
-        # (prompt tokens, generated tokens) of the last generation: the bench
-        # re-evaluates a divergence from it to measure the logit margin.
-        self.last_trace: tuple[list[int], list[int]] = ([], [])
-        # Prompt tokens the draft model evaluated inside the last decode (bench: <= 16).
-        self.last_draft_catch_up = 0
-        # The last completion stopped at its deadline, maybe mid-line (bench: how often).
-        self.last_cut_short = False
+        # The last generation's outcome: the bench reads its trace, its stop
+        # reason and the draft model's catch-up from it.
+        self.last_outcome: DecodeOutcome | None = None
         self._fingerprint: str | None = None  # the target file's, read once
         self._init_slots(config)
 
@@ -291,7 +287,6 @@ class SpeculativeEngine:
             deadline_ms=_remaining_ms(request.deadline_ms, started),
         )
         text = finish_completion(outcome.text, prepared.multiline)
-        self.last_cut_short = outcome.cut_short
         if outcome.cut_short:
             text = cut_at_deadline(text)
         sync = prepared.sync
@@ -537,10 +532,11 @@ class SpeculativeEngine:
         except Cancelled:
             self._totals.record_cancelled()
             raise
-        self.last_trace = (prompt, list(outcome.tokens))
-        self.last_draft_catch_up = sum(
+        outcome.prompt = prompt
+        outcome.draft_catch_up = sum(
             d.prompt_tokens_evaluated for d in drafters if isinstance(d, DraftModelDrafter)
         )
+        self.last_outcome = outcome
         return outcome
 
     def _drafters(

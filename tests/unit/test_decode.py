@@ -21,17 +21,16 @@ from speculator.controller import (
     controllers_by_kind,
 )
 from speculator.decode import (
-    DecodeOutcome,
     Decoder,
-    LossGuard,
     SamplingParams,
     StopRule,
-    allowance_for,
     next_token,
     repeating_tail,
     unfinished_refactor,
 )
 from speculator.drafters import Draft, DraftModelDrafter, PromptLookupDrafter
+from speculator.loss_guard import LossGuard, allowance_for
+from speculator.outcome import DecodeOutcome, StopReason
 
 VOCAB = 64
 END = 0
@@ -583,7 +582,7 @@ def test_a_full_context_keeps_what_was_generated() -> None:
         clock=clock,
     )
     out = decoder.run(target.first_logits(), max_tokens=100)
-    assert out.context_full
+    assert out.stop is StopReason.CONTEXT_FULL
     assert out.tokens == truth[: len(out.tokens)]
     assert len(out.tokens) == 20 - 1 - 4 + 1  # every cell used, plus the last emitted token
 
@@ -761,14 +760,14 @@ def test_only_an_end_token_or_the_stop_rule_finishes_a_generation(drafting: bool
     assert _generate(truth, drafters(), 200, tenth_token).finished
     assert not _generate(truth, drafters(), 40).finished  # the token limit
     looping = _generate([1, 2, 3] * 80 + [END], drafters(), 400)
-    assert looping.looped and not looping.finished
+    assert looping.stop is StopReason.LOOPED and not looping.finished
 
 
 def test_an_unfinished_refactor_says_why() -> None:
     outcome = DecodeOutcome()
     assert "limit of 300 tokens: raise maxTokens" in unfinished_refactor(outcome, 300, 200)
     assert "ran past 512 tokens for a 256-token selection" in unfinished_refactor(outcome, 512, 256)
-    outcome.looped = True
+    outcome.stop = StopReason.LOOPED
     message = unfinished_refactor(outcome, 512, 256)
     assert "repeating itself" in message and message.endswith("the selection is unchanged")
 
