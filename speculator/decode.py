@@ -80,6 +80,12 @@ def target_probs(logits: np.ndarray, params: SamplingParams) -> np.ndarray:
     return p
 
 
+def token_prob(logits: np.ndarray, token: int) -> float:
+    """softmax(logits)[token]."""
+    top = float(np.max(logits))
+    return float(np.exp(logits[token] - top) / np.sum(np.exp(logits - top)))
+
+
 def sample(p: np.ndarray, rng: np.random.Generator) -> int:
     return int(rng.choice(p.size, p=p))
 
@@ -132,7 +138,9 @@ class Decoder:
         max_ms: float = 0.0,
         allowance: float = LossGuard.ALLOWANCE,
         deadline_ms: float = 0.0,
+        record_probs: bool = False,
     ):
+        self.record_probs = record_probs  # fill DecodeOutcome.token_probs
         self.min_draft = min_draft  # > 0: the user chose the drafters, always try them
         # > 0: stop at the first new line generated after this long (llama-server's
         # t_max_predict_ms, for editors that want a suggestion in time).
@@ -190,7 +198,7 @@ class Decoder:
             if self.is_end(x):
                 out.stop = StopReason.END
                 break
-            if self._emit(x, out, pieces, stop):
+            if self._emit(x, out, pieces, stop, logits):
                 break
             if len(out.tokens) >= max_tokens:
                 break
@@ -239,11 +247,18 @@ class Decoder:
         return out
 
     def _emit(
-        self, token: int, out: DecodeOutcome, pieces: list[bytes], stop: StopRule | None
+        self,
+        token: int,
+        out: DecodeOutcome,
+        pieces: list[bytes],
+        stop: StopRule | None,
+        row: np.ndarray | None = None,
     ) -> bool:
-        """Append a token; True when a stop rule fires, the output loops, or the
-        time is up at a new line."""
+        """Append a token (chosen from the logits `row`); True when a stop rule
+        fires, the output loops, or the time is up at a new line."""
         out.tokens.append(token)
+        if self.record_probs and row is not None:
+            out.token_probs.append(token_prob(row, token))
         piece = self.token_bytes(token)
         pieces.append(piece)
         if len(out.tokens) % LOOP_CHECK_EVERY == 0 and repeating_tail(out.tokens, self._prompt):
@@ -395,7 +410,7 @@ class Decoder:
             if self.is_end(d):
                 out.stop = StopReason.END
                 return i, None, True
-            if self._emit(d, out, pieces, stop):
+            if self._emit(d, out, pieces, stop, rows[i]):
                 return i + 1, None, True
         return len(draft.tokens), None, False
 

@@ -38,6 +38,9 @@ class DecodeOutcome:
     stop: StopReason = StopReason.TOKEN_LIMIT
     prompt: list[int] = field(default_factory=list)
     draft_catch_up: int = 0
+    # The target's probability of each emitted token, where the caller asked for
+    # them (Decoder's record_probs: a next edit's confidence).
+    token_probs: list[float] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
