@@ -11,7 +11,6 @@ import hashlib
 import importlib.util
 import logging
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -171,20 +170,3 @@ def resolve(spec: ModelSpec) -> Path:
     log.info("assembling the %s model into %s", spec.role, path)
     return fetch(spec)
 
-
-def progress_bar(label: str) -> Progress:
-    """A simple progress bar on stderr (stdout is kept for results)."""
-    last = [-1]
-
-    def show(done: int, total: int) -> None:
-        percent = done * 100 // max(total, 1)
-        if percent == last[0]:
-            return
-        last[0] = percent
-        bar = "#" * (percent // 4)
-        sys.stderr.write(f"\r{label:<8} [{bar:<25}] {percent:3d}%")
-        if done >= total:
-            sys.stderr.write("\n")
-        sys.stderr.flush()
-
-    return show

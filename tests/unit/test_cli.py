@@ -1,4 +1,5 @@
-"""The command line: bad input gives one clear line on stderr and a non-zero exit."""
+"""The command line: bad input gives one clear line on stderr and a non-zero exit:
+2 for a usage error, 1 for what could not be done (a model, a server, a file)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 from contract import STATS_KEYS
 
 from lsp_server.cli import UsageError, cursor_offset, line_range, parse_location, read_source
+from lsp_server.cli_common import CannotError
 from speculator.models import check_same_vocab
 from speculator.types import EngineError
 
@@ -27,8 +29,12 @@ def groundspec(*args: str, env: dict[str, str] | None = None) -> subprocess.Comp
     )
 
 
-def assert_clean_error(proc: subprocess.CompletedProcess[str], words: str) -> None:
+def assert_clean_error(
+    proc: subprocess.CompletedProcess[str], words: str, code: int | None = None
+) -> None:
     assert proc.returncode != 0
+    if code is not None:
+        assert proc.returncode == code, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert "Traceback" not in proc.stderr
@@ -64,8 +70,18 @@ def test_refactor_json_has_the_contract_keys(source: Path) -> None:
     assert set(result["stats"]) == STATS_KEYS
 
 
-def test_missing_file(tmp_path: Path) -> None:
-    assert_clean_error(groundspec("complete", f"{tmp_path}/nope.py:1:1", "--fake"), "no such file")
+def test_missing_file_exits_1(tmp_path: Path) -> None:
+    proc = groundspec("complete", f"{tmp_path}/nope.py:1:1", "--fake")
+    assert_clean_error(proc, "no such file", code=1)
+
+
+def test_a_usage_error_exits_2(source: Path) -> None:
+    assert_clean_error(groundspec("complete", f"{source}:x:1", "--fake"), "PATH:LINE:COL", code=2)
+    proc = groundspec("complete", f"{source}:1:1", "--speculation", "fast", "--fake")
+    assert proc.returncode == 2 and "invalid choice: 'fast'" in proc.stderr
+    assert groundspec("models").returncode == 2  # the action is missing
+    proc = groundspec("bench", "--modes", "off,warp")
+    assert proc.returncode == 2 and "unknown mode(s) warp" in proc.stderr
 
 
 def test_bad_line_and_column(source: Path) -> None:
@@ -94,7 +110,7 @@ def test_a_nul_anywhere_in_the_file_is_binary_as_json_rpc_says(tmp_path: Path) -
     refused it once the models had loaded; the fake engine completed it)."""
     late = tmp_path / "late.py"
     late.write_bytes(b"x = 1\n" * 2000 + b"y = '\x00'\n")
-    with pytest.raises(UsageError, match="looks binary"):
+    with pytest.raises(CannotError, match="looks binary"):
         read_source(str(late))
     assert_clean_error(groundspec("complete", f"{late}:1:1", "--fake"), "looks binary")
 
@@ -104,7 +120,7 @@ def test_a_file_over_the_engines_limit_is_refused_before_the_models_load(tmp_pat
     only once the models had loaded."""
     big = tmp_path / "big.py"
     big.write_text("x = 1\n" * 500_000)  # 3,000,000 characters
-    with pytest.raises(UsageError, match="too large"):
+    with pytest.raises(CannotError, match="too large"):
         read_source(str(big))
     assert_clean_error(groundspec("complete", f"{big}:1:1", "--fake"), "too large")
     wide = tmp_path / "wide.py"
@@ -171,7 +187,7 @@ def test_missing_model_file(source: Path, tmp_path: Path) -> None:
     proc = groundspec(
         "complete", f"{source}:2:5", "--target-model", str(tmp_path / "none.gguf"), "--no-draft"
     )
-    assert_clean_error(proc, "model file not found")
+    assert_clean_error(proc, "model file not found", code=1)
 
 
 def test_corrupt_model_file(source: Path, tmp_path: Path) -> None:
@@ -266,4 +282,9 @@ def test_python_m_lsp_server_checks_its_flags_too() -> None:
 def test_a_remote_backend_that_is_down_is_one_line(source: Path) -> None:
     down = ["--backend", "llama-server", "--backend-url", "http://127.0.0.1:1"]
     proc = groundspec("complete", f"{source}:2:5", *down)
-    assert_clean_error(proc, "cannot reach llama-server at http://127.0.0.1:1")
+    assert_clean_error(proc, "cannot reach llama-server at http://127.0.0.1:1", code=1)
+
+
+def test_models_verify_exits_1_when_a_model_is_missing(tmp_path: Path) -> None:
+    proc = groundspec("models", "verify", env={"GROUNDSPEC_CACHE": str(tmp_path)})
+    assert_clean_error(proc, "is not assembled yet: run `groundspec models fetch`", code=1)

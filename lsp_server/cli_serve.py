@@ -1,0 +1,69 @@
+"""`groundspec serve`: the LSP server (stdio or TCP), HTTP, or both on one engine."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from .cli_common import ENGINE_FLAG_ENV, UsageError, add_command, engine_flags
+from .startup import check_serve_flags
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    serve = add_command(
+        sub,
+        "serve",
+        help="run the LSP server on stdio (or --tcp), or an HTTP server (--http)",
+        description="Run the language server editors start (stdio by default), and/or "
+        "llama-server- and OpenAI-compatible HTTP on the same engine. Addresses bind "
+        "127.0.0.1 unless a host is given.",
+        examples=[
+            "groundspec serve",
+            "groundspec serve --tcp 7777 --log-file /tmp/groundspec.log",
+            "groundspec serve --http 8012",
+            "groundspec serve --http 8012 --stdio",
+        ],
+    )
+    serve.add_argument(
+        "--tcp",
+        metavar="[HOST:]PORT",
+        help="serve LSP on TCP instead of stdio; binds 127.0.0.1 unless HOST is given",
+    )
+    serve.add_argument(
+        "--http",
+        metavar="[HOST:]PORT",
+        help="serve llama-server/OpenAI-compatible HTTP; binds 127.0.0.1 unless HOST is given "
+        "(alone: HTTP only; with --tcp or --stdio: beside the LSP server)",
+    )
+    serve.add_argument(
+        "--stdio", action="store_true", help="LSP on stdio (the default; with --http: both)"
+    )
+    serve.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
+    serve.add_argument(
+        "--config", metavar="PATH", help="config file (default ~/.config/groundspec/config.toml)"
+    )
+    engine_flags(serve)
+    serve.set_defaults(run=run_serve)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from .options import load_startup_config
+    from .server import run_server
+
+    # Engine flags travel as the environment variables EngineConfig reads.
+    for flag, env in ENGINE_FLAG_ENV:
+        if getattr(args, flag) is not None:
+            os.environ[env] = str(getattr(args, flag))
+    try:
+        check_serve_flags(args.tcp, args.http, args.log_file)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    config = load_startup_config(args.config, fake=args.fake, use_draft=not args.no_draft)
+    if args.http:
+        from .http import run_http, run_with_lsp
+
+        if args.tcp or args.stdio:  # run_with_lsp ends the process
+            run_with_lsp(config, args.http, tcp=args.tcp, log_file=args.log_file)
+        return run_http(config, args.http, log_file=args.log_file)
+    run_server(config, tcp=args.tcp, log_file=args.log_file)
+    return 0
