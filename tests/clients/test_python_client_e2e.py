@@ -10,16 +10,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from groundspec_client import Client, GroundspecError, Message, MessageType, Progress, start
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = ROOT / "clients" / "python"
-sys.path.insert(0, str(CLIENT_DIR))
-
-from groundspec_client import Client, GroundspecError, start  # noqa: E402
 
 
 def server_cmd() -> list[str] | None:
@@ -53,27 +51,63 @@ def test_initialize_advertises_inline_completion(client: Client) -> None:
 
 def test_complete_text(client: Client) -> None:
     result = client.complete(text="def add(a, b):\n    return ", line=1, character=11)
-    assert result["text"] == "fake_completion()"
-    assert result["stats"]["generatedTokens"] > 0
+    assert result.text == "fake_completion()"
+    assert result.stats.generated_tokens > 0
 
 
 def test_complete_file_and_max_tokens(client: Client, tmp_path: Path) -> None:
     source = tmp_path / "m.py"
     source.write_text("x = \n", encoding="utf-8")
     result = client.complete(path=source, line=0, character=4, max_tokens=4)
-    assert result["text"] == "fake"
+    assert result.text == "fake"
 
 
 def test_refactor_and_stats(client: Client) -> None:
     text = "def f():\n    return 1\n"
     result = client.refactor(text=text, start=(0, 0), end=(2, 0), instruction="rename f to g")
-    assert result["newText"].startswith("# rename f to g\n")
-    assert result["range"] == {
-        "start": {"line": 0, "character": 0},
-        "end": {"line": 2, "character": 0},
-    }
+    assert result.new_text.startswith("# rename f to g\n")
+    assert (result.range.start.line, result.range.end.line) == (0, 2)
+    assert result.range.end.character == 0
     stats = client.stats()
-    assert stats["requests"] == 1
+    assert stats.requests == 1
+    assert stats.server.engine_state == "ready"
+
+
+def wait_until(what: str, check: Callable[[], bool], timeout: float = 20) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_model_loading_progress_reaches_the_callback(tmp_path: Path) -> None:
+    """The server reports the load as $/progress under groundspec/load; the fake engine
+    loads at once, so begin and end both arrive."""
+    assert SERVER is not None
+    seen: list[Progress] = []
+    with Client.spawn(SERVER, env=FAKE_ENV, root=tmp_path, timeout=30, on_progress=seen.append):
+        wait_until("the end of the load", lambda: any(p.kind == "end" for p in seen))
+    load = [p for p in seen if p.token == "groundspec/load"]
+    assert load[0].kind == "begin" and load[0].message == "Loading models"
+    assert load[-1].kind == "end" and load[-1].message == "Models ready"
+    print("progress:", [p.describe() for p in seen])
+
+
+def test_a_failed_load_reaches_on_message_with_its_fix(tmp_path: Path) -> None:
+    assert SERVER is not None
+    env = {
+        "GROUNDSPEC_TARGET_MODEL": str(tmp_path / "missing.gguf"),
+        "XDG_CONFIG_HOME": "/nonexistent-groundspec-test",
+    }
+    shown: list[Message] = []
+    seen: list[Progress] = []
+    with Client.spawn(
+        SERVER, env=env, root=tmp_path, timeout=30, on_message=shown.append, on_progress=seen.append
+    ):
+        wait_until("window/showMessage", lambda: bool(shown), 60)
+    assert shown[0].type == MessageType.ERROR
+    assert "GROUNDSPEC_TARGET_MODEL" in shown[0].message  # the fix names the setting
+    assert [p.message for p in seen if p.kind == "end"] == ["Model loading failed"]
 
 
 def test_bad_position_is_an_error_not_a_hang(client: Client) -> None:
@@ -100,7 +134,7 @@ def test_connect_over_tcp(tmp_path: Path) -> None:
                 time.sleep(0.1)
         with client:
             result = client.complete(text="x = ", line=0, character=4)
-            assert result["text"] == "fake_completion()"
+            assert result.text == "fake_completion()"
     finally:
         server.terminate()
         server.wait(10)

@@ -1,20 +1,18 @@
-"""The script client (clients/python/groundspec_client.py) against in-memory streams."""
+"""The script client (the installed groundspec_client package) against in-memory streams:
+framing, positions, requests and the server's own requests. Typed results, callbacks and
+document sync: test_python_client_typed.py."""
 
 from __future__ import annotations
 
 import io
 import os
 import sys
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "clients" / "python"))
-
-from groundspec_client import (  # noqa: E402
+from groundspec_client import (
     Client,
     GroundspecError,
     apply_edit,
@@ -25,8 +23,7 @@ from groundspec_client import (  # noqa: E402
     utf16_len,
     write_or_show_diff,
 )
-
-Handler = Callable[[dict[str, Any], Callable[[dict[str, Any]], None]], None]
+from python_client_peer import FakeServer, Send, StopServing, standard
 
 
 def test_encode_then_read_round_trip_with_non_ascii() -> None:
@@ -119,58 +116,6 @@ def test_language_id_from_extension() -> None:
     assert language_id("notes.txt") == "plaintext"
 
 
-class StopServing(Exception):
-    """Raised by a handler to end the fake server without answering."""
-
-
-class FakeServer:
-    """Answers the client over two pipes; `handler(message, send)` decides what to do."""
-
-    def __init__(self, handler: Handler) -> None:
-        self.received: list[dict[str, Any]] = []
-        client_read, server_write = os.pipe()
-        server_read, client_write = os.pipe()
-        self.client_reader = os.fdopen(client_read, "rb")
-        self.client_writer = os.fdopen(client_write, "wb")
-        self._reader = os.fdopen(server_read, "rb")
-        self._writer = os.fdopen(server_write, "wb")
-        self._handler = handler
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def send(self, message: dict[str, Any]) -> None:
-        self._writer.write(encode_message(message))
-        self._writer.flush()
-
-    def _serve(self) -> None:
-        try:
-            while (message := read_message(self._reader)) is not None:
-                self.received.append(message)
-                if message.get("method") == "exit":
-                    break
-                self._handler(message, self.send)
-        except StopServing:
-            pass
-        finally:
-            self._writer.close()
-
-
-def standard(message: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
-    method = message.get("method")
-    if "id" not in message or method is None:
-        return
-    results: dict[str, Any] = {
-        "initialize": {"capabilities": {"inlineCompletionProvider": True}},
-        "shutdown": None,
-        "groundspec/stats": {"requests": 3, "tokensPerSecond": 12.5},
-        "groundspec/complete": {"text": "return a + b", "stats": {"totalMs": 1.0}},
-    }
-    if method in results:
-        send({"jsonrpc": "2.0", "id": message["id"], "result": results[method]})
-    else:
-        send({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": method}})
-
-
 @pytest.fixture
 def connected() -> Iterator[tuple[Client, FakeServer]]:
     server = FakeServer(standard)
@@ -194,7 +139,7 @@ def test_initialize_sends_initialized_and_keeps_capabilities(
 def test_complete_with_text_sends_contract_params(connected: tuple[Client, FakeServer]) -> None:
     client, server = connected
     result = client.complete(text="def f(a, b):\n    ", line=1, character=4, max_tokens=16)
-    assert result["text"] == "return a + b"
+    assert result.text == "return a + b"
     sent = server.received[-1]
     assert sent["method"] == "groundspec/complete"
     assert sent["params"] == {
@@ -228,19 +173,19 @@ def test_complete_needs_exactly_one_source(connected: tuple[Client, FakeServer])
 def test_error_response_raises_with_code(connected: tuple[Client, FakeServer]) -> None:
     client, _ = connected
     with pytest.raises(GroundspecError) as info:
-        client.refactor(text="x", start=(0, 0), end=(0, 1), instruction="rename")
+        client.request("groundspec/unknown", {})
     assert info.value.code == -32601
 
 
 def test_stats(connected: tuple[Client, FakeServer]) -> None:
     client, _ = connected
-    assert client.stats()["tokensPerSecond"] == 12.5
+    assert client.stats().tokens_per_second == 12.5
 
 
 def test_server_requests_are_answered_while_waiting() -> None:
     """Progress creation and applyEdit arrive in the middle of a request."""
 
-    def handler(message: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
+    def handler(message: dict[str, Any], send: Send) -> None:
         if message.get("method") == "groundspec/stats":
             send({"jsonrpc": "2.0", "id": "p1", "method": "window/workDoneProgress/create"})
             send({"jsonrpc": "2.0", "method": "$/progress", "params": {"token": 1}})
@@ -259,7 +204,7 @@ def test_server_requests_are_answered_while_waiting() -> None:
         return True
 
     client = Client(server.client_reader, server.client_writer, timeout=5, on_apply_edit=apply)
-    assert client.stats() == {"ok": True}
+    assert client.request("groundspec/stats", {}) == {"ok": True}
     client.close(timeout=2)
     replies = {m["id"]: m for m in server.received if "method" not in m}
     assert replies["p1"]["result"] is None
@@ -281,7 +226,7 @@ def test_timeout_cancels_the_request() -> None:
 
 
 def test_server_going_away_fails_pending_requests() -> None:
-    def handler(message: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> None:
+    def handler(message: dict[str, Any], send: Send) -> None:
         raise StopServing
 
     server = FakeServer(handler)

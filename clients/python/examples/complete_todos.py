@@ -14,11 +14,10 @@ import shlex
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from groundspec_client import (
     Client,
     GroundspecError,
+    Progress,
     language_id,
     start,
     utf16_len,
@@ -46,7 +45,7 @@ def complete_todos(client: Client, text: str, language: str, max_tokens: int) ->
             character=utf16_len(indent),
             max_tokens=max_tokens,
         )
-        completion = result["text"].rstrip()
+        completion = result.text.rstrip()
         if not completion.strip():
             del lines[row]  # nothing to add here
             continue
@@ -54,6 +53,11 @@ def complete_todos(client: Client, text: str, language: str, max_tokens: int) ->
         lines[row : row + 1] = new_lines
         row += len(new_lines)
     return "\n".join(lines)
+
+
+def show_progress(progress: Progress) -> None:
+    """Model loading and long refactors, on stderr (stdout is the diff)."""
+    print(progress.describe(), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
 
     text = args.file.read_text(encoding="utf-8")
     try:
-        with start(args.tcp, shlex.split(args.server)) as client:
+        with start(args.tcp, shlex.split(args.server), on_progress=show_progress) as client:
             new_text = complete_todos(client, text, language_id(args.file), args.max_tokens)
     except (GroundspecError, OSError) as exc:
         print(f"complete_todos: {exc}", file=sys.stderr)

@@ -16,11 +16,10 @@ import shlex
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from groundspec_client import (
     Client,
     GroundspecError,
+    Progress,
     apply_edit,
     start,
     utf16_len,
@@ -46,8 +45,13 @@ def refactor_functions(client: Client, text: str, instruction: str) -> str:
         result = client.refactor(
             text=text, language_id="python", start=start_pos, end=end_pos, instruction=instruction
         )
-        text = apply_edit(text, result["range"], result["newText"])
+        text = apply_edit(text, result.range, result.new_text)
     return text
+
+
+def show_progress(progress: Progress) -> None:
+    """Model loading and long refactors, on stderr (stdout is the diff)."""
+    print(progress.describe(), file=sys.stderr)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     text = args.file.read_text(encoding="utf-8")
     try:
-        with start(args.tcp, shlex.split(args.server)) as client:
+        with start(args.tcp, shlex.split(args.server), on_progress=show_progress) as client:
             new_text = refactor_functions(client, text, args.instruction)
     except (GroundspecError, OSError, SyntaxError) as exc:
         print(f"refactor_functions: {exc}", file=sys.stderr)
