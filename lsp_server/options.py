@@ -20,57 +20,136 @@ from speculator.types import Speculation
 
 T = TypeVar("T", bound=msgspec.Struct)
 
-NonNegative = Annotated[int, msgspec.Meta(ge=0)]
-
 
 # The most tokens one request may ask for (maxTokens, refactorMaxTokens, --max-tokens).
 MAX_TOKENS = 8192
 
 
+def _help(text: str, **limits: Any) -> msgspec.Meta:
+    """An option's help, read by the configuration reference (lsp_server/reference.py)."""
+    return msgspec.Meta(description=text, **limits)
+
+
 class CompletionOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
-    # Offer LSP completion items (completionProvider, read at initialize). Unset:
-    # only to clients that do not show inline completions (eglot); an editor with
-    # ghost text would list the same suggestion again in its completion menu
-    # (nvim-cmp, blink.cmp).
-    lsp_items: bool | None = None
+    lsp_items: Annotated[
+        bool | None,
+        _help(
+            "Offer LSP completion items (`textDocument/completion`, read at initialize). "
+            "Unset: only to clients that do not show inline completions (eglot); an editor "
+            "with ghost text would list the same suggestion again in its completion menu."
+        ),
+    ] = None
 
     def offered_to(self, shows_inline_completions: bool) -> bool:
         return not shows_inline_completions if self.lsp_items is None else self.lsp_items
 
 
 class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
-    engine: EngineConfig = msgspec.field(default_factory=EngineConfig)
-    completion: CompletionOptions = msgspec.field(default_factory=CompletionOptions)
-    debounce_ms: Annotated[int, msgspec.Meta(ge=0, le=5000)] = 120
-    max_tokens: Annotated[int, msgspec.Meta(ge=1, le=4096)] = 64
-    # A typing completion stops at the first new line generated once the engine
-    # has worked on it this long, its prompt included (llama.vim's
-    # t_max_predict_ms and default, which counts from the first token): on a busy
-    # machine or a cold file the first lines come in time, the rest on a later
-    # keystroke. 0: no limit.
-    max_predict_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 1000
-    # A typing completion is due this long after the engine starts on it, its
-    # prompt included: on a machine too busy to write the first line in time,
-    # it stops mid-line, at the last whole word (docs/benchmarks.md, "The typing
-    # deadline"). A prompt that takes it all (a cold file) still gets its first
-    # line. 0: no deadline.
-    typing_deadline_ms: Annotated[int, msgspec.Meta(ge=0, le=600_000)] = 1500
-    refactor_max_tokens: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)] = 512
-    speculation: Speculation = "auto"
-    temperature: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.0
-    # How long a request waits for the models to load before it gets an error
-    # (loading takes seconds; an editor's first keystroke should still be served).
-    load_wait_ms: NonNegative = 60_000
-    # Warm the KV cache at the cursor after this much idle time (0: never).
-    idle_warm_ms: NonNegative = 1500
-    # Larger documents are kept in sync but get no completions.
-    max_document_chars: Annotated[int, msgspec.Meta(ge=1, le=MAX_DOCUMENT_CHARS)] = (
-        MAX_DOCUMENT_CHARS
+    engine: Annotated[
+        EngineConfig,
+        _help("The engine: models, context, threads, backend. Applies at the next restart."),
+    ] = msgspec.field(default_factory=EngineConfig)
+    completion: Annotated[CompletionOptions, _help("How completions are offered.")] = msgspec.field(
+        default_factory=CompletionOptions
     )
-    # Typed-ahead completion cache entries (one per document in use).
-    cache_entries: Annotated[int, msgspec.Meta(ge=0, le=1024)] = 16
-    # Index the workspace's files (watchdog) for prompt context and drafting.
-    workspace_index: bool = True
+    debounce_ms: Annotated[
+        int,
+        _help("Wait this long after a keystroke for more typing before completing.", ge=0, le=5000),
+    ] = 120
+    max_tokens: Annotated[
+        int, _help("The most tokens a typing completion generates.", ge=1, le=4096)
+    ] = 64
+    # llama.vim's t_max_predict_ms and default, which counts from the first token.
+    max_predict_ms: Annotated[
+        int,
+        _help(
+            "A typing completion stops at the first new line generated once the engine has "
+            "worked on it this long, its prompt included: the first lines come in time, the "
+            "rest on a later keystroke. 0: no limit.",
+            ge=0,
+            le=600_000,
+        ),
+    ] = 1000
+    typing_deadline_ms: Annotated[
+        int,
+        _help(
+            "A typing completion is due this long after the engine starts on it, its prompt "
+            "included: on a machine too busy to write the first line in time it stops "
+            "mid-line, at the last whole word. A cold file's prompt that takes it all still "
+            "gets its first line. 0: no deadline.",
+            ge=0,
+            le=600_000,
+        ),
+    ] = 1500
+    refactor_max_tokens: Annotated[
+        int, _help("The most tokens a refactor generates.", ge=1, le=MAX_TOKENS)
+    ] = 512
+    speculation: Annotated[
+        Speculation,
+        _help(
+            "How to draft: auto (lookup, sized by measured acceptance and cost), off (plain "
+            "decoding), lookup, draft (the draft model), both."
+        ),
+    ] = "auto"
+    temperature: Annotated[
+        float, _help("0 is greedy and exact; above 0 samples (still lossless).", ge=0.0, le=2.0)
+    ] = 0.0
+    load_wait_ms: Annotated[
+        int,
+        _help(
+            "How long a request waits for the models to load before it gets an error "
+            "(loading takes seconds; an editor's first keystroke should still be served).",
+            ge=0,
+        ),
+    ] = 60_000
+    idle_warm_ms: Annotated[
+        int, _help("Warm the KV cache at the cursor after this much idle time (0: never).", ge=0)
+    ] = 1500
+    max_document_chars: Annotated[
+        int,
+        _help(
+            "Larger documents are kept in sync but get no completions.",
+            ge=1,
+            le=MAX_DOCUMENT_CHARS,
+        ),
+    ] = MAX_DOCUMENT_CHARS
+    cache_entries: Annotated[
+        int,
+        _help("Typed-ahead completion cache entries (one per document in use).", ge=0, le=1024),
+    ] = 16
+    workspace_index: Annotated[
+        bool,
+        _help("Index the workspace's files (watchdog) for prompt context and drafting."),
+    ] = True
+
+
+# Help for the engine section, whose Struct (speculator/config.py) is the engine's
+# own: the reference reads it from here, and a test fails when a field has none.
+ENGINE_HELP = {
+    "backend": "Where the model runs: local (in-process), llama-server or openai (a shared "
+    "server). Env GROUNDSPEC_BACKEND.",
+    "backend_url": "The shared server's base URL; unset: the backend's usual loopback address. "
+    "Env GROUNDSPEC_BACKEND_URL.",
+    "target_model": "Target GGUF; unset: the default model assembled by `groundspec models "
+    "fetch`. Env GROUNDSPEC_TARGET_MODEL.",
+    "draft_model": "Draft GGUF with the target's vocabulary; unset: the default draft. "
+    "Env GROUNDSPEC_DRAFT_MODEL.",
+    "use_draft": "Load the draft model (it pays only where verification is nearly free, a GPU).",
+    "n_gpu_layers": "Layers to offload to the GPU; unset: all when the build can. "
+    "Env GROUNDSPEC_N_GPU_LAYERS.",
+    "threads": "CPU threads; unset: the number of cores. Env GROUNDSPEC_THREADS.",
+    "adaptive_threads": "Leave cores that other processes keep busy to them. "
+    "Env GROUNDSPEC_ADAPTIVE_THREADS (0 or 1).",
+    "n_ctx": "Context size in tokens. Env GROUNDSPEC_N_CTX.",
+    "kv_ram_mb": "RAM for per-document KV slots, MiB (0: off). Env GROUNDSPEC_KV_RAM_MB.",
+    "kv_disk_mb": "Disk for per-document KV slots, MiB (0: off). Env GROUNDSPEC_KV_DISK_MB.",
+    "kv_dir": "Where KV slots go on disk; unset: kv-slots in the groundspec cache folder. "
+    "Env GROUNDSPEC_KV_DIR.",
+    "quick_window_tokens": "An unseen file's first suggestion comes from a prompt window of "
+    "about this many tokens while the full prompt warms (0: off). "
+    "Env GROUNDSPEC_QUICK_WINDOW_TOKENS.",
+    "fake": "A deterministic fake engine, for protocol tests. Env GROUNDSPEC_FAKE_ENGINE=1.",
+}
 
 
 class StartupConfig(msgspec.Struct, kw_only=True):
