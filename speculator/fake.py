@@ -15,6 +15,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 
+from .next_edit.core import NextEditRequest, NextEditResult, Rewrite, RewriteJob, next_edit
+from .next_edit.proposal import TokenTrace
 from .totals import Totals
 from .types import (
     Cancelled,
@@ -43,6 +45,7 @@ class FakeEngine:
         self.warm_ms = 0.0  # how long a warm-up takes (tests of its cancellation)
         self.cancelled_warms = 0
         self.persisted = 0  # persist() calls, for tests of the shutdown path
+        self.rewrite_confidence = 1.0  # each next-edit token's probability (_rewrite())
         # The last complete() calls, for tests (bounded: flood tests send many).
         self.requests: deque[CompletionRequest] = deque(maxlen=8)
         self._totals = Totals()
@@ -98,6 +101,21 @@ class FakeEngine:
         stats = self._stats(selection, new_text, started, request.speculation)
         self._totals.record(stats)
         return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
+
+    def next_edit(
+        self, request: NextEditRequest, cancel: CancelToken | None = None
+    ) -> NextEditResult:
+        return next_edit(self._rewrite, request, cancel)
+
+    def _rewrite(self, job: RewriteJob, cancel: CancelToken | None = None) -> Rewrite:
+        """A next edit's rewrite: the job's draft (the window with the last edit
+        carried on), each character a "token" of probability `rewrite_confidence`."""
+        started = time.perf_counter()
+        text, _ = self._generate(job.draft, cancel)
+        trace = TokenTrace(list(range(1, len(text) + 1)), [self.rewrite_confidence] * len(text))
+        stats = self._stats(job.prompt, text, started, job.speculation)
+        self._totals.record(stats)
+        return Rewrite(text=text, trace=trace, finished=True, stats=stats)
 
     def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
         deadline = time.perf_counter() + self.warm_ms / 1000

@@ -1,0 +1,189 @@
+"""A next-edit request from start to end: prepare (window, prompt, draft) ->
+generate (the engine rewrites the window, drafting from the draft) -> finish
+(the rewrite diffed into at most one edit, quiet unless confident).
+
+Engines answer `next_edit(request, cancel)` by calling `next_edit` here with their
+own way to generate a rewrite (a RewriteFn): the fake engine's is its draft.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..edits import Edit, snapshots
+from ..types import CancelToken, EngineError, Speculation, Stats
+from .draft import draft_window
+from .prompts import CURSOR_MARKER, PROMPT_FORMATS, Prompt, PromptInput, build_prompt
+from .proposal import MIN_CONFIDENCE, Candidate, TextEdit, TokenTrace, candidates, choose
+from .window import Hunk, Window, choose_window, edited_lines, hunk_of, recent_hunks
+
+log = logging.getLogger(__name__)
+
+# A rewrite may be this many tokens longer than its window's, then it is a runaway.
+REWRITE_MARGIN_TOKENS = 64
+
+
+@dataclass(frozen=True)
+class NextEditRequest:
+    text: str  # the document now
+    cursor: int  # offset into text
+    edits: list[Edit]  # this document's recent edits, oldest first (speculator.edits)
+    path: str = "untitled"
+    language_id: str = "python"
+    # Recent edits in other documents, newest first: (path, text before the edit, edit).
+    elsewhere: list[tuple[str, str, Edit]] = field(default_factory=list)
+    speculation: Speculation = "auto"
+    prompt_format: str = "qwen"
+    min_confidence: float = MIN_CONFIDENCE
+
+
+@dataclass(frozen=True)
+class RewriteJob:
+    """What an engine generates: the answer to `prompt`, drafting from `draft`."""
+
+    prompt: str
+    draft: str
+    stop: Callable[[str], int | None]  # where the answer ends (a StopRule)
+    max_tokens: int
+    speculation: Speculation
+    slot: str  # the KV slot the prompt is kept in
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    text: str  # the answer, cut by the stop rule
+    trace: TokenTrace | None  # per-token probabilities (None: the engine has none)
+    finished: bool  # ended by the model, not by a limit
+    stats: Stats
+
+
+# How an engine generates a rewrite: (job, cancel) -> Rewrite.
+RewriteFn = Callable[[RewriteJob, CancelToken | None], Rewrite]
+
+
+@dataclass(frozen=True)
+class NextEditResult:
+    edits: list[TextEdit]
+    stats: Stats
+    confidence: float | None = None  # of the proposed edit
+    reason: str = ""  # why nothing was proposed (logs, bench)
+
+
+@dataclass(frozen=True)
+class Plan:
+    window: Window
+    prompt: Prompt
+    job: RewriteJob
+    user_lines: tuple[int, int] | None  # window lines of the user's last edit
+
+
+def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan | None:
+    """The plan for a request; None when there is no recent edit to follow.
+    `count_tokens`: the window's length in tokens, if the caller can count them
+    (else a characters/3 estimate): the rewrite's limit follows from it."""
+    if request.prompt_format not in PROMPT_FORMATS:
+        raise EngineError(
+            f"unknown next-edit prompt format {request.prompt_format!r} "
+            f"(one of {', '.join(PROMPT_FORMATS)})"
+        )
+    if not 0 <= request.cursor <= len(request.text):
+        raise EngineError(f"cursor {request.cursor} is outside the document")
+    if not request.edits:
+        return None
+    last = request.edits[-1]
+    focus = edited_lines(request.text, last)
+    window = choose_window(request.text, request.cursor, focus)
+    user_lines = None
+    if focus is not None:
+        user_lines = (focus[0] - window.first_line, focus[1] - window.first_line)
+    hunks = _elsewhere_hunks(request) + recent_hunks(request.text, request.edits, request.path)
+    own = [h for h in hunks if h.path == request.path]
+    draft = draft_window(window.text, own[-1] if own else None, user_lines)
+    given = PromptInput(
+        path=request.path,
+        language_id=request.language_id,
+        text=request.text,
+        window=window,
+        hunks=hunks,
+        original_window=_original_window(request.text, request.edits, window),
+    )
+    prompt = build_prompt(request.prompt_format, given)
+    job = RewriteJob(
+        prompt=prompt.text,
+        draft=draft,
+        stop=prompt.stop,
+        max_tokens=(count_tokens or len(window.text) // 3 + 1) + REWRITE_MARGIN_TOKENS,
+        speculation=request.speculation,
+        slot=f"next-edit:{request.path}",
+    )
+    return Plan(window, prompt, job, user_lines)
+
+
+def finish(plan: Plan, rewrite: Rewrite, min_confidence: float) -> NextEditResult:
+    if not rewrite.finished:
+        return NextEditResult([], rewrite.stats, reason="the rewrite did not finish")
+    answer, trace = _without_marker(rewrite.text, rewrite.trace)
+    rewritten = plan.prompt.rewritten(answer, plan.window)
+    found = candidates(plan.window, rewritten, trace)
+    chosen: Candidate | None = choose(plan.window, found, plan.user_lines, min_confidence)
+    if chosen is None:
+        reason = "no change" if not found else f"{len(found)} candidates, none kept"
+        log.info("next edit: nothing proposed (%s)", reason)
+        return NextEditResult([], rewrite.stats, reason=reason)
+    log.info("next edit proposed, confidence %.3f", chosen.confidence)
+    return NextEditResult([chosen.edit], rewrite.stats, confidence=chosen.confidence)
+
+
+def next_edit(
+    rewrite: RewriteFn,
+    request: NextEditRequest,
+    cancel: CancelToken | None = None,
+    count_tokens: int | None = None,
+) -> NextEditResult:
+    """The whole request, generated by `rewrite` (prepare's `count_tokens`)."""
+    plan = prepare(request, count_tokens)
+    if plan is None:
+        return NextEditResult([], Stats(speculation=request.speculation), reason="no recent edit")
+    return finish(plan, rewrite(plan.job, cancel), request.min_confidence)
+
+
+def _elsewhere_hunks(request: NextEditRequest) -> list[Hunk]:
+    """The newest edits in other files, oldest of them first."""
+    hunks = [hunk_of(before, edit, path) for path, before, edit in request.elsewhere[:2]]
+    return [h for h in reversed(hunks) if h.before != h.after]
+
+
+def _original_window(text: str, edits: list[Edit], window: Window) -> str:
+    """The window's lines as they were before the last edit (shifted by the lines
+    it added or removed)."""
+    before = snapshots(text, edits[-1:])[0]
+    last = edits[-1]
+    delta = last.new.count("\n") - last.old.count("\n")
+    lines = before.split("\n")
+    end = max(window.first_line, window.end_line - delta)
+    return "".join(line + "\n" for line in lines[window.first_line : end])
+
+
+def _without_marker(answer: str, trace: TokenTrace | None) -> tuple[str, TokenTrace | None]:
+    """The answer without cursor markers the model copied, its trace shifted to match."""
+    if CURSOR_MARKER not in answer:
+        return answer, trace
+    cleaned = answer.replace(CURSOR_MARKER, "")
+    if trace is None:
+        return cleaned, None
+    cuts = []
+    at = answer.find(CURSOR_MARKER)
+    while at != -1:
+        cuts.append(at)
+        at = answer.find(CURSOR_MARKER, at + len(CURSOR_MARKER))
+
+    def moved(end: int) -> int:
+        shift = 0
+        for cut in cuts:
+            if end > cut:
+                shift += min(len(CURSOR_MARKER), end - cut)
+        return end - shift
+
+    return cleaned, TokenTrace([moved(e) for e in trace.ends], list(trace.probs))

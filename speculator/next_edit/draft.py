@@ -1,0 +1,110 @@
+"""The draft of a next edit: the window as it is, with the user's last edit
+carried to the other places it applies.
+
+The draft is what grounded speculation copies from: the decoder verifies it in
+batches and generates only where the model's rewrite departs from it. It never
+decides the output (greedy decoding does), so a wrong substitution costs a
+rejected draft, not a wrong suggestion.
+
+Substitutions are read from the last edit by diffing its old and new lines word
+by word: a renamed identifier (`name -> attr_name`), a changed piece of text
+(`{"firstresult": True} -> firstresult=True`), or a whole line changed the same
+way wherever it recurs (`pass -> ...`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+
+from .window import Hunk
+
+_WORD = re.compile(r"\w+|\s+|[^\w\s]")
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+# A changed piece of text shorter than this (bar whitespace) is too common to
+# substitute blindly: "0" -> "1" would change every 0 in the window.
+MIN_PIECE_CHARS = 4
+
+
+@dataclass(frozen=True)
+class Substitution:
+    old: str
+    new: str
+    whole_word: bool  # identifiers: only where they stand as a word
+    whole_line: bool = False  # a line equal to `old` (stripped) becomes `new`
+
+
+def substitutions(hunk: Hunk) -> list[Substitution]:
+    """What the edit changed, as substitutions to try elsewhere."""
+    found: list[Substitution] = []
+    if len(hunk.before) == len(hunk.after):
+        for old_line, new_line in zip(hunk.before, hunk.after, strict=True):
+            if old_line != new_line:
+                found += _line_substitutions(old_line, new_line)
+    return _distinct(found)
+
+
+def _line_substitutions(old_line: str, new_line: str) -> list[Substitution]:
+    found: list[Substitution] = []
+    if old_line.strip() and new_line.strip():
+        found.append(Substitution(old_line.strip(), new_line.strip(), False, whole_line=True))
+    old_words, new_words = _WORD.findall(old_line), _WORD.findall(new_line)
+    matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag != "replace":
+            continue
+        old, new = "".join(old_words[a1:a2]), "".join(new_words[b1:b2])
+        if _IDENTIFIER.fullmatch(old) and _IDENTIFIER.fullmatch(new):
+            found.append(Substitution(old, new, True))
+        elif len(old.strip()) >= MIN_PIECE_CHARS:
+            found.append(Substitution(old, new, False))
+    return found
+
+
+def _distinct(subs: list[Substitution]) -> list[Substitution]:
+    seen: set[tuple[str, str, bool]] = set()
+    kept = []
+    for sub in subs:
+        key = (sub.old, sub.new, sub.whole_line)
+        if key not in seen and sub.old != sub.new:
+            seen.add(key)
+            kept.append(sub)
+    return kept
+
+
+def apply_substitutions(
+    window: str, subs: list[Substitution], skip_lines: tuple[int, int] | None = None
+) -> str:
+    """The window with each substitution made on every line outside `skip_lines`
+    (the window lines [a, b) the user's edit occupies: already done there)."""
+    if not subs:
+        return window
+    lines = window.split("\n")
+    for i, line in enumerate(lines):
+        if skip_lines is not None and skip_lines[0] <= i < skip_lines[1]:
+            continue
+        lines[i] = _substituted(line, subs)
+    return "\n".join(lines)
+
+
+def _substituted(line: str, subs: list[Substitution]) -> str:
+    for sub in subs:
+        if sub.whole_line:
+            if line.strip() == sub.old:
+                indent = line[: len(line) - len(line.lstrip())]
+                return indent + sub.new
+            continue
+        if sub.whole_word:
+            pattern = re.compile(rf"(?<!\w){re.escape(sub.old)}(?!\w)")
+            line = pattern.sub(sub.new.replace("\\", "\\\\"), line)
+        elif sub.old in line and sub.new not in line:
+            line = line.replace(sub.old, sub.new)
+    return line
+
+
+def draft_window(window: str, hunk: Hunk | None, skip_lines: tuple[int, int] | None) -> str:
+    """The window with the last edit's substitutions carried to its other lines."""
+    if hunk is None:
+        return window
+    return apply_substitutions(window, substitutions(hunk), skip_lines)

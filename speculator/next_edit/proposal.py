@@ -1,0 +1,137 @@
+"""From the model's rewritten window to the one edit worth proposing, or none.
+
+The rewrite is diffed against the window line by line; each run of changed lines
+is a candidate, trimmed to the characters that change. A candidate is dropped when
+it:
+- touches the lines of the user's last edit (it would undo or redo their work);
+- deletes or adds lines at the window's last line when the file goes on past it
+  (the model lost its place or ran on: a cut, not an edit);
+- changes only whitespace (a model's habit, not a person's next edit);
+- is less likely than the confidence bar: the model's own probability of the
+  tokens it wrote for the change, the least of them (one doubtful token is enough
+  for a wrong edit).
+Of the candidates left, the most confident is proposed: one edit at a time, as
+the editors show them.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import math
+from dataclasses import dataclass
+
+from .window import Window
+
+# The least probability of a changed token for an edit to be proposed. Measured
+# on the dev tasks (docs/next-edit.md): precision before recall.
+MIN_CONFIDENCE = 0.5
+
+
+@dataclass(frozen=True)
+class TextEdit:
+    """Replace text[start:end] of the document by `new_text`."""
+
+    start: int
+    end: int
+    new_text: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    edit: TextEdit
+    first_line: int  # window lines [first_line, end_line) it replaces
+    end_line: int
+    confidence: float  # least probability of a token written for it
+    mean_logprob: float
+    whitespace_only: bool  # changes nothing but spaces and blank lines
+
+
+@dataclass(frozen=True)
+class TokenTrace:
+    """Where each generated token ends in the answer, and its probability."""
+
+    ends: list[int]
+    probs: list[float]
+
+    def tokens_over(self, start: int, end: int) -> list[float]:
+        """Probabilities of the tokens that wrote any of answer[start:end] (an empty
+        span: the token that wrote the character after it, where the change begins)."""
+        first = bisect.bisect_right(self.ends, start)
+        last = bisect.bisect_left(self.ends, max(end, start + 1))
+        return self.probs[first : last + 1]
+
+
+def candidates(
+    window: Window, rewritten: str, trace: TokenTrace | None, answer_offset: int = 0
+) -> list[Candidate]:
+    """Every changed run of lines, as an edit of the document. `answer_offset`:
+    where the rewritten window starts in the traced answer."""
+    old_lines = window.text.splitlines(keepends=True)
+    new_lines = rewritten.splitlines(keepends=True)
+    old_starts = _starts(old_lines)
+    new_starts = _starts(new_lines)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    found = []
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        old = "".join(old_lines[a1:a2])
+        new = "".join(new_lines[b1:b2])
+        head, tail = _common_ends(old, new)
+        start = window.start + old_starts[a1] + head
+        edit = TextEdit(start, start + len(old) - head - tail, new[head : len(new) - tail])
+        probs: list[float] = []
+        if trace is not None:
+            span_start = answer_offset + new_starts[b1] + head
+            probs = trace.tokens_over(span_start, answer_offset + new_starts[b2] - tail)
+        confidence = min(probs) if probs else (1.0 if trace is None else 0.0)
+        mean = sum(math.log(max(p, 1e-12)) for p in probs) / len(probs) if probs else 0.0
+        blank = old.split() == new.split()
+        found.append(Candidate(edit, a1, a2, confidence, mean, blank))
+    return found
+
+
+def choose(
+    window: Window,
+    found: list[Candidate],
+    user_lines: tuple[int, int] | None,
+    min_confidence: float = MIN_CONFIDENCE,
+) -> Candidate | None:
+    """The edit to propose (see the module's docstring), or None."""
+    window_lines = window.text.count("\n") + (0 if window.text.endswith("\n") else 1)
+    kept = []
+    for cand in found:
+        if user_lines is not None and _overlaps(cand, user_lines):
+            continue
+        if not window.at_end_of_file and cand.end_line >= window_lines:
+            continue
+        if cand.confidence < min_confidence or cand.whitespace_only:
+            continue
+        kept.append(cand)
+    return max(kept, key=lambda c: c.confidence, default=None)
+
+
+def _overlaps(cand: Candidate, lines: tuple[int, int]) -> bool:
+    """Does the candidate change (or insert inside) the window lines [a, b)?"""
+    a, b = lines
+    if cand.first_line == cand.end_line:  # an insertion before line first_line
+        return a < cand.first_line < b
+    return cand.first_line < b and a < cand.end_line
+
+
+def _starts(lines: list[str]) -> list[int]:
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line))
+    return starts
+
+
+def _common_ends(old: str, new: str) -> tuple[int, int]:
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    return head, tail

@@ -1,0 +1,158 @@
+"""Where a next edit may go: a window of whole lines around the cursor and the
+user's last edit, and the recent edits as line hunks (what the prompts show).
+
+Offsets are Python string offsets into the document's current text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..edits import Edit, snapshots
+
+# Lines the model rewrites around the cursor. On the dev tasks the next edit lies
+# within 8 lines above and 14 below the cursor in 39 of 51 (docs/next-edit.md); a
+# larger window finds a few more but is paid in prompt and output tokens.
+LINES_ABOVE = 8
+LINES_BELOW = 12
+# Recent edits are shown with this many unchanged lines around them.
+DIFF_CONTEXT = 2
+# The most lines of one side of an edit shown in a prompt.
+MAX_HUNK_LINES = 24
+
+
+@dataclass(frozen=True)
+class Window:
+    """Lines [first_line, end_line) of the text: offsets [start, end)."""
+
+    first_line: int
+    end_line: int
+    start: int
+    end: int
+    text: str
+    cursor: int  # the cursor's offset in `text`
+    at_end_of_file: bool
+
+
+@dataclass(frozen=True)
+class Hunk:
+    """One recent edit as whole lines: `before` lines became `after` lines,
+    starting at line `first_line` (0-based) of the text before the edit."""
+
+    path: str
+    first_line: int
+    before: list[str]
+    after: list[str]
+    context_above: list[str]
+    context_below: list[str]
+
+    def unified(self) -> str:
+        """The hunk as a unified diff body (no file header)."""
+        start = self.first_line - len(self.context_above)
+        old_len = len(self.context_above) + len(self.before) + len(self.context_below)
+        new_len = len(self.context_above) + len(self.after) + len(self.context_below)
+        lines = [f"@@ -{start + 1},{old_len} +{start + 1},{new_len} @@"]
+        lines += [" " + line for line in self.context_above]
+        lines += ["-" + line for line in self.before]
+        lines += ["+" + line for line in self.after]
+        lines += [" " + line for line in self.context_below]
+        return "\n".join(lines) + "\n"
+
+
+def line_starts(text: str) -> list[int]:
+    starts = [0]
+    at = text.find("\n")
+    while at != -1:
+        starts.append(at + 1)
+        at = text.find("\n", at + 1)
+    return starts
+
+
+def line_of(starts: list[int], offset: int) -> int:
+    """The 0-based line holding `offset` (bisect over line starts)."""
+    lo, hi = 0, len(starts) - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if starts[mid] <= offset:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def edited_lines(text: str, edit: Edit | None) -> tuple[int, int] | None:
+    """Lines [first, end) of the current text that the edit's new text occupies
+    (an edit that only deleted: the line where it happened, end = first + 1)."""
+    if edit is None:
+        return None
+    starts = line_starts(text)
+    first = line_of(starts, edit.start)
+    last = line_of(starts, max(edit.start, edit.new_end - 1))
+    return first, last + 1
+
+
+def choose_window(
+    text: str,
+    cursor: int,
+    focus: tuple[int, int] | None = None,
+    above: int = LINES_ABOVE,
+    below: int = LINES_BELOW,
+) -> Window:
+    """Whole lines from `above` lines over the cursor (or the edit in focus, if it
+    starts higher) to `below` lines under the cursor (or under the focus)."""
+    starts = line_starts(text)
+    total = len(starts) if not text.endswith("\n") else len(starts) - 1
+    total = max(total, 1)
+    cursor_line = line_of(starts, cursor)
+    top, bottom = cursor_line, cursor_line + 1
+    if focus is not None:
+        top, bottom = min(top, focus[0]), max(bottom, focus[1])
+    first = max(0, top - above)
+    end = min(total, bottom + below)
+    start_offset = starts[first]
+    end_offset = starts[end] if end < len(starts) else len(text)
+    return Window(
+        first_line=first,
+        end_line=end,
+        start=start_offset,
+        end=end_offset,
+        text=text[start_offset:end_offset],
+        cursor=min(max(cursor - start_offset, 0), end_offset - start_offset),
+        at_end_of_file=end_offset >= len(text),
+    )
+
+
+def hunk_of(before_text: str, edit: Edit, path: str, context: int = DIFF_CONTEXT) -> Hunk:
+    """The edit (made on `before_text`) as whole lines with context around them."""
+    after_text = edit.apply(before_text)
+    old_starts = line_starts(before_text)
+    first = line_of(old_starts, edit.start)
+    old_last = line_of(old_starts, max(edit.start, edit.end - 1)) if edit.old else first
+    new_starts = line_starts(after_text)
+    new_last = line_of(new_starts, max(edit.start, edit.new_end - 1)) if edit.new else first
+    old_lines = before_text.split("\n")
+    new_lines = after_text.split("\n")
+    before = old_lines[first : old_last + 1][:MAX_HUNK_LINES]
+    after = new_lines[first : new_last + 1][:MAX_HUNK_LINES]
+    if not edit.old and edit.new.endswith("\n") and edit.start == old_starts[first]:
+        before = []  # whole lines inserted before `first`
+        after = new_lines[first : first + edit.new.count("\n")][:MAX_HUNK_LINES]
+    if not edit.new and edit.old.endswith("\n") and edit.start == old_starts[first]:
+        after = []  # whole lines deleted
+        before = old_lines[first : first + edit.old.count("\n")][:MAX_HUNK_LINES]
+    end_old = first + len(before)
+    return Hunk(
+        path=path,
+        first_line=first,
+        before=before,
+        after=after,
+        context_above=old_lines[max(0, first - context) : first],
+        context_below=old_lines[end_old : end_old + context],
+    )
+
+
+def recent_hunks(text: str, edits: list[Edit], path: str, limit: int = 3) -> list[Hunk]:
+    """The document's newest edits (oldest of them first) as hunks."""
+    texts = snapshots(text, edits)
+    hunks = [hunk_of(texts[i], edit, path) for i, edit in enumerate(edits)]
+    return [h for h in hunks if h.before != h.after][-limit:]

@@ -1,0 +1,144 @@
+"""Next edits without a model: window, draft, and the rewrite turned into at most
+one confident edit (the fake engine's rewrite is the draft)."""
+
+from __future__ import annotations
+
+from speculator.edits import EditHistory
+from speculator.fake import FakeEngine
+from speculator.next_edit.core import NextEditRequest, Plan, Rewrite, finish, prepare
+from speculator.next_edit.draft import apply_substitutions, substitutions
+from speculator.next_edit.proposal import TokenTrace, candidates, choose
+from speculator.next_edit.window import Hunk, choose_window, recent_hunks
+from speculator.types import Stats
+
+CODE = """def register(plugin):
+    for name in dir(plugin):
+        opts = parse(plugin, name)
+        if opts is None:
+            continue
+        method = getattr(plugin, name)
+        hook(method)
+"""
+
+
+def renamed_request(**kw: object) -> NextEditRequest:
+    """The user renamed `name` to `attr_name` on the getattr line."""
+    history = EditHistory()
+    at = CODE.index("getattr(plugin, name)") + len("getattr(plugin, ")
+    history.record("u", at, "name", "attr_name")
+    text = CODE[:at] + "attr_name" + CODE[at + 4 :]
+    cursor = at + len("attr_name")
+    return NextEditRequest(text=text, cursor=cursor, edits=history.edits("u"), path="p.py", **kw)  # type: ignore[arg-type]
+
+
+def apply(text: str, request: NextEditRequest, engine: FakeEngine) -> str:
+    result = engine.next_edit(request)
+    for edit in sorted(result.edits, key=lambda e: -e.start):
+        text = text[: edit.start] + edit.new_text + text[edit.end :]
+    return text
+
+
+def test_window_spans_cursor_and_edit_in_whole_lines() -> None:
+    text = "".join(f"line {i}\n" for i in range(100))
+    cursor = text.index("line 50")
+    window = choose_window(text, cursor, focus=(45, 47), above=3, below=4)
+    assert (window.first_line, window.end_line) == (42, 55)
+    assert window.text == text[window.start : window.end]
+    assert window.text.startswith("line 42\n") and window.text.endswith("line 54\n")
+    assert window.text[window.cursor :].startswith("line 50")
+    end = choose_window(text, len(text) - 2, None, above=1, below=10)
+    assert end.at_end_of_file and end.text.endswith("line 99\n")
+
+
+def test_recent_hunk_of_a_rename_shows_the_whole_line() -> None:
+    request = renamed_request()
+    (hunk,) = recent_hunks(request.text, request.edits, "p.py")
+    assert hunk.before == ["        method = getattr(plugin, name)"]
+    assert hunk.after == ["        method = getattr(plugin, attr_name)"]
+    assert hunk.first_line == 5
+    assert "-        method = getattr(plugin, name)\n" in hunk.unified()
+
+
+def test_substitutions_carry_a_rename_and_a_changed_line() -> None:
+    rename = Hunk("p", 0, ["x = f(name)"], ["x = f(attr_name)"], [], [])
+    assert any(s.old == "name" and s.new == "attr_name" for s in substitutions(rename))
+    window = "a = name\nb = names\nx = f(name)\n"
+    drafted = apply_substitutions(window, substitutions(rename), skip_lines=(2, 3))
+    assert drafted == "a = attr_name\nb = names\nx = f(name)\n"  # whole words only
+    stub = Hunk("p", 0, ["        pass"], ["        ..."], [], [])
+    assert apply_substitutions("    pass\n", substitutions(stub)) == "    ...\n"
+
+
+def test_fake_engine_carries_the_rename_to_the_lines_above() -> None:
+    request = renamed_request()
+    out = apply(request.text, request, FakeEngine())
+    # One edit at a time: the most confident run of changed lines (here two lines).
+    assert "for attr_name in dir(plugin):" in out
+    assert "opts = parse(plugin, attr_name)" in out
+    assert out.count("attr_name") == 3
+
+
+def test_quiet_without_a_recent_edit_or_below_the_confidence_bar() -> None:
+    request = renamed_request()
+    bare = NextEditRequest(text=request.text, cursor=request.cursor, edits=[])
+    assert FakeEngine().next_edit(bare).edits == []
+    doubtful = FakeEngine()
+    doubtful.rewrite_confidence = 0.2
+    assert doubtful.next_edit(request).edits == []
+    assert doubtful.next_edit(renamed_request(min_confidence=0.1)).edits != []
+
+
+def plan_and_rewrite(answer: str, probs: list[float] | None = None) -> tuple[Plan, Rewrite]:
+    plan = prepare(renamed_request())
+    assert plan is not None
+    trace = None if probs is None else TokenTrace(list(range(1, len(answer) + 1)), probs)
+    return plan, Rewrite(answer, trace, True, Stats())
+
+
+def test_an_unchanged_rewrite_or_one_undoing_the_users_edit_proposes_nothing() -> None:
+    plan, rewrite = plan_and_rewrite(plan_window_text(None))
+    assert finish(plan, rewrite, 0.0).edits == []
+    undone = plan.window.text.replace("getattr(plugin, attr_name)", "getattr(plugin, name)")
+    plan, rewrite = plan_and_rewrite(undone)
+    assert finish(plan, rewrite, 0.0).edits == []
+
+
+def test_a_cut_rewrite_or_one_running_past_the_window_is_not_an_edit() -> None:
+    text = "".join(f"x{i} = {i}\n" for i in range(60))
+    history = EditHistory()
+    at = text.index("x30 = 30") + len("x30 = ")
+    history.record("u", at, "30", "31")
+    text = text[:at] + "31" + text[at + 2 :]
+    plan = prepare(NextEditRequest(text=text, cursor=at + 2, edits=history.edits("u")))
+    assert plan is not None
+    lines = plan.window.text.splitlines(keepends=True)
+    cut = "".join(lines[:-3])  # the model stopped three lines early
+    assert finish(plan, Rewrite(cut, None, True, Stats()), 0.0).edits == []
+    unfinished = Rewrite(plan.window.text.replace("x29", "y29"), None, False, Stats())
+    assert finish(plan, unfinished, 0.0).edits == []
+
+
+def test_confidence_is_the_least_probability_of_the_changed_tokens() -> None:
+    plan = prepare(renamed_request())
+    assert plan is not None
+    answer = plan.job.draft
+    probs = [1.0] * len(answer)
+    changed = answer.index("attr_name in dir")
+    probs[changed] = 0.3  # one doubtful token where the change begins
+    found = candidates(plan.window, answer, TokenTrace(list(range(1, len(answer) + 1)), probs))
+    assert [round(c.confidence, 2) for c in found] == [0.3]
+    assert choose(plan.window, found, plan.user_lines, 0.5) is None
+    assert choose(plan.window, found, plan.user_lines, 0.25) is not None
+
+
+def test_trace_maps_characters_to_tokens() -> None:
+    trace = TokenTrace([3, 5, 9], [0.9, 0.5, 0.7])  # tokens "abc" "de" "fghi"
+    assert trace.tokens_over(3, 5) == [0.5]
+    assert trace.tokens_over(2, 6) == [0.9, 0.5, 0.7]
+    assert trace.tokens_over(4, 4) == [0.5]  # an empty span: the token there
+
+
+def plan_window_text(_: object) -> str:
+    plan = prepare(renamed_request())
+    assert plan is not None
+    return plan.window.text
