@@ -130,12 +130,12 @@ H.out.ghost = H.wait(ghost_at_cursor, 20000, "ghost text")
 """
 
 
-def test_ghost_text_appears_and_tab_accepts_it(tmp_path: Path) -> None:
+def test_ghost_text_appears_and_alt_l_accepts_it(tmp_path: Path) -> None:
     out = run_nvim(
         tmp_path,
         TYPE_RETURN
         + """
-H.input("<Tab>")
+H.input("<M-l>")
 H.out.lines = H.lines()
 H.out.cursor = vim.api.nvim_win_get_cursor(0)
 H.out.mode = vim.api.nvim_get_mode().mode
@@ -162,7 +162,7 @@ H.out.filetype = vim.bo.filetype
 vim.api.nvim_win_set_cursor(0, { 2, 0 })
 H.input("i    return ")
 H.out.ghost = H.wait(H.ghost, 20000, "ghost text").text
-H.input("<Tab>")
+H.input("<M-l>")
 H.out.lines = H.lines()
 H.out.cmd = require("groundspec").config.cmd
 H.out.commands = vim.tbl_keys(vim.api.nvim_get_commands({}))
@@ -182,9 +182,9 @@ def test_accept_word_then_lines_of_a_multiline_suggestion(tmp_path: Path) -> Non
         + """
 H.input("<M-w>")
 H.out.after_word = { line = H.lines()[2], ghost = H.ghost().text }
-H.input("<M-l>")
+H.input("<M-j>")
 H.out.after_line = { line = H.lines()[2], ghost = H.ghost().text }
-H.input("<M-l>")
+H.input("<M-j>")
 H.out.lines = H.lines()
 H.out.stats = H.stats(function(s) return s.acceptedItems >= 1 end)
 """,
@@ -266,7 +266,7 @@ H.out.second = H.ghost().text
 H.input("<M-n>")
 H.out.wrapped = H.ghost().text
 H.input("<M-p>")
-H.input("<Tab>")
+H.input("<M-l>")
 H.out.line = H.lines()[2]
 H.out.executed = H.wait(function() return executed[1] and executed end, 5000, "executeCommand")
 """,
@@ -278,10 +278,26 @@ H.out.executed = H.wait(function() return executed[1] and executed end, 5000, "e
     assert out["executed"] == [{"command": "groundspec.accepted", "arguments": [2]}]
 
 
-def test_refactor_selection_with_prompted_instruction(tmp_path: Path) -> None:
+# The refactor preview: the diff window the plugin opens, once it is there.
+PREVIEW = """
+local function preview()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    local buf = vim.api.nvim_win_get_buf(win)
+    if vim.api.nvim_buf_get_name(buf):find("groundspec://refactor-preview", 1, true) then
+      return { win = win, buf = buf, lines = H.lines(buf), current = win == vim.api.nvim_get_current_win(),
+               filetype = vim.bo[buf].filetype }
+    end
+  end
+end
+"""
+
+
+def test_refactor_preview_accepted_with_its_key(tmp_path: Path) -> None:
+    """The rewrite is shown as a diff first (buffer untouched); `a` applies it."""
     out = run_nvim(
         tmp_path,
-        """
+        PREVIEW
+        + """
 H.setup()
 H.open("calc.py", { "import os", "def add(a, b):", "    return a + b", "x = 1" })
 H.client()
@@ -291,18 +307,31 @@ vim.ui.input = function(opts, on_confirm)
   on_confirm("add type hints")
 end
 H.input("2GVj:GroundspecRefactor<CR>")
-H.out.lines = H.wait(function()
-  local lines = H.lines()
-  return lines[2] ~= "def add(a, b):" and lines
-end, 20000, "the refactor edit")
+local shown = H.wait(preview, 20000, "the refactor preview")
+H.out.preview = { lines = shown.lines, current = shown.current, filetype = shown.filetype }
+H.out.before_accept = H.lines(vim.fn.bufnr("calc.py"))
+H.input("a")
+H.out.preview_after = preview() or vim.NIL
+H.out.lines = H.lines(vim.fn.bufnr("calc.py"))
 """,
     )
     assert out["prompt"] == "Refactor instruction: "
-    assert (
-        out["notes"][0]["msg"]
-        == "groundspec: refactoring lines 2-3... (:GroundspecCancel stops it)"
-    )
+    notes = [n["msg"] for n in out["notes"]]
+    assert notes[0] == "groundspec: refactoring lines 2-3... (:GroundspecCancel stops it)"
+    assert "groundspec: refactor ready: a accepts, q rejects" in notes
+    assert notes[-1] == "groundspec: refactor applied"
     # The fake engine's refactor: "# INSTRUCTION\n" + the selected text.
+    assert out["preview"]["lines"] == [
+        "--- calc.py",
+        "+++ calc.py (groundspec refactor)",
+        "@@ -1,2 +1,3 @@",
+        "+# add type hints",
+        " def add(a, b):",
+        "     return a + b",
+    ]
+    assert out["preview"]["current"] is True and out["preview"]["filetype"] == "diff"
+    assert out["before_accept"] == ["import os", "def add(a, b):", "    return a + b", "x = 1"]
+    assert out["preview_after"] is None
     assert out["lines"] == [
         "import os",
         "# add type hints",
@@ -312,12 +341,64 @@ end, 20000, "the refactor edit")
     ]
 
 
+def test_refactor_preview_rejected_leaves_the_buffer(tmp_path: Path) -> None:
+    """:GroundspecRefactorReject closes the preview; nothing is applied, and a
+    later accept has nothing to apply."""
+    out = run_nvim(
+        tmp_path,
+        PREVIEW
+        + """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "    return a + b" })
+H.client()
+H.record_notes()
+H.input(":1,2GroundspecRefactor document it<CR>")
+H.wait(preview, 20000, "the refactor preview")
+vim.cmd("GroundspecRefactorReject")
+H.out.preview_after = preview() or vim.NIL
+vim.cmd("GroundspecRefactorAccept")
+H.out.lines = H.lines()
+H.out.windows = #vim.api.nvim_list_wins()
+H.out.stats = H.stats()
+""",
+    )
+    notes = [n["msg"] for n in out["notes"]]
+    assert "groundspec: refactor rejected" in notes
+    assert notes[-1] == "groundspec: no refactor to accept"
+    assert "groundspec: refactor applied" not in notes
+    assert out["preview_after"] is None
+    assert out["lines"] == ["def add(a, b):", "    return a + b"]
+    assert out["windows"] == 1
+
+
+def test_refactor_preview_is_not_applied_over_newer_edits(tmp_path: Path) -> None:
+    out = run_nvim(
+        tmp_path,
+        PREVIEW
+        + """
+H.setup()
+H.open("calc.py", { "def add(a, b):", "    return a + b" })
+H.client()
+H.record_notes()
+H.input(":1GroundspecRefactor document it<CR>")
+local shown = H.wait(preview, 20000, "the refactor preview")
+vim.api.nvim_buf_set_lines(vim.fn.bufnr("calc.py"), 1, 2, false, { "    return b + a" })
+vim.cmd("GroundspecRefactorAccept")
+H.out.lines = H.lines(vim.fn.bufnr("calc.py"))
+""",
+    )
+    assert out["notes"][-1]["msg"] == (
+        "groundspec: the buffer changed since the refactor was made: not applied"
+    )
+    assert out["lines"] == ["def add(a, b):", "    return b + a"]
+
+
 def test_refactor_charwise_selection_after_an_emoji(tmp_path: Path) -> None:
     """A `v` selection is sent as an exact UTF-16 range (the emoji is 2 units)."""
     out = run_nvim(
         tmp_path,
         """
-H.setup()
+H.setup({ refactor = { preview = false } })  -- the server applies it (workspace/applyEdit)
 H.open("calc.py", { "x = '🎉' + a + b", "y = 2" })
 H.client()
 H.input("gg0fav$h:GroundspecRefactor wrap it<CR>")
@@ -419,7 +500,7 @@ def test_edit_bang_keeps_the_buffer_attached(tmp_path: Path) -> None:
     out = run_nvim(
         tmp_path,
         """
-H.setup()
+H.setup({ refactor = { preview = false } })
 vim.cmd.edit("calc.py")
 vim.api.nvim_win_set_cursor(0, { 2, 0 })
 H.input("i    return ")
@@ -501,7 +582,7 @@ end
 H.out.kinds = sent
 """,
     )
-    assert out["init_options"] == {"debounceMs": 40}
+    assert out["init_options"] == {"debounceMs": 40, "completion": {"lspItems": False}}
     assert out["per_key"] == [1, 1, 1, 1, 1]
     assert set(out["kinds"]) == {2}  # Automatic
 
@@ -544,23 +625,32 @@ H.out.hint_after = H.status_hint() or vim.NIL
     assert out["hint_after"] is None
 
 
-def test_stats_never_block_the_editor(tmp_path: Path) -> None:
+def test_stats_are_readable_lines_and_never_block_the_editor(tmp_path: Path) -> None:
     out = run_nvim(
         tmp_path,
-        """
-H.setup()
-H.open("calc.py", { "x = 1" })
+        TYPE_RETURN
+        + """
+H.input("<M-l><Esc>")
 local client = H.client()
 client.request_sync = function() error("request_sync blocks the editor") end
-local printed = {}
-print = function(text) table.insert(printed, text) end
+H.stats(function(s) return s.acceptedItems >= 1 end)
+vim.cmd("messages clear")
 vim.cmd("GroundspecStats")
-H.out.printed = H.wait(function() return printed[1] end, 5000, ":GroundspecStats output")
+H.out.printed = H.wait(function()
+  local text = vim.fn.execute("messages")
+  return text:find("groundspec statistics", 1, true) and text
+end, 5000, ":GroundspecStats output")
 vim.cmd("checkhealth groundspec")
 H.out.report = table.concat(H.lines(), "\\n")
 """,
     )
-    assert "acceptedItems" in out["printed"]
+    lines = out["printed"].strip().splitlines()
+    assert lines[0] == "groundspec statistics"
+    labels = [line.split("  ")[1] for line in lines[1:]]
+    assert labels == ["requests", "speed", "latency", "prompt tokens", "draft acceptance", "server"]
+    assert lines[1].endswith(", 1 accepted")
+    assert "tok/s" in lines[2] and "models ready" in lines[6]
+    assert "{" not in out["printed"]  # not a vim.inspect dump
     assert "tok/s" in out["report"]
 
 

@@ -1,10 +1,15 @@
--- User commands. The server starts only after require("groundspec").setup{}.
+-- User commands (:help groundspec). The server starts only after
+-- require("groundspec").setup{} (or vim.lsp.enable("groundspec")).
 if vim.g.loaded_groundspec then
   return
 end
 vim.g.loaded_groundspec = true
 
-vim.api.nvim_create_user_command("GroundspecRefactor", function(opts)
+local function command(name, fn, opts)
+  vim.api.nvim_create_user_command(name, fn, opts)
+end
+
+command("GroundspecRefactor", function(opts)
   require("groundspec").refactor({
     line1 = opts.line1,
     line2 = opts.line2,
@@ -13,24 +18,36 @@ vim.api.nvim_create_user_command("GroundspecRefactor", function(opts)
   })
 end, { range = true, nargs = "?", desc = "groundspec: rewrite the selection following an instruction" })
 
-vim.api.nvim_create_user_command("GroundspecStats", function()
+command("GroundspecRefactorAccept", function()
+  require("groundspec").refactor_accept()
+end, { desc = "groundspec: apply the refactor shown in the preview" })
+
+command("GroundspecRefactorReject", function()
+  require("groundspec").refactor_reject()
+end, { desc = "groundspec: drop the refactor shown in the preview" })
+
+command("GroundspecCancel", function()
+  require("groundspec").cancel()
+end, { desc = "groundspec: stop the running refactor" })
+
+command("GroundspecStats", function()
   require("groundspec").stats(function(stats, err)
     if stats then
-      print(vim.inspect(stats))
+      require("groundspec.stats").echo(stats)
     else
       vim.notify("groundspec: " .. tostring(err), vim.log.levels.WARN)
     end
   end)
 end, { desc = "groundspec: show server statistics" })
 
-vim.api.nvim_create_user_command("GroundspecCancel", function()
-  require("groundspec").cancel()
-end, { desc = "groundspec: stop the running refactor" })
-
-vim.api.nvim_create_user_command("GroundspecToggle", function()
+command("GroundspecToggle", function()
   require("groundspec").toggle()
 end, { desc = "groundspec: turn suggestions on or off" })
 
-vim.api.nvim_create_user_command("GroundspecSuggest", function()
+command("GroundspecToggleBuffer", function()
+  require("groundspec").toggle_buffer()
+end, { desc = "groundspec: turn suggestions on or off in this buffer" })
+
+command("GroundspecSuggest", function()
   require("groundspec").suggest()
 end, { desc = "groundspec: ask for a suggestion now" })

@@ -1,0 +1,78 @@
+-- Insert-mode keys. A key acts on the suggestion when one is shown; otherwise
+-- it falls through to what it did before: the mapping it had when groundspec
+-- mapped it (a completion menu, a snippet jump, ...), or the key itself.
+local api = vim.api
+
+local M = {}
+
+local DESC = "groundspec " -- prefix of our mappings' desc: how we recognise them
+local previous = {} -- buf -> lhs -> the maparg() dict of the mapping we shadow, or false
+
+local function termcodes(keys)
+  return api.nvim_replace_termcodes(keys, true, false, true)
+end
+
+-- Keys run next, before anything still in the typeahead.
+local function feed(keys, remap)
+  api.nvim_feedkeys(keys, (remap and "m" or "n") .. "i", false)
+end
+
+-- The insert-mode mapping of `lhs` in `buf` before ours (buffer-local first).
+local function capture(buf, lhs)
+  previous[buf] = previous[buf] or {}
+  local map = api.nvim_buf_call(buf, function()
+    return vim.fn.maparg(lhs, "i", false, true)
+  end)
+  if vim.tbl_isempty(map) then
+    previous[buf][lhs] = false
+  elseif not (map.desc or ""):find(DESC, 1, true) then
+    previous[buf][lhs] = map
+  end -- our own mapping (set up again after :e!): keep what we saved the first time
+end
+
+-- The keys a mapping produces, already in internal form, or nil (it acted itself).
+local function mapping_keys(map)
+  if map.callback then
+    local keys = map.callback()
+    if map.expr ~= 1 or type(keys) ~= "string" then
+      return nil
+    end
+    return map.replace_keycodes == 1 and termcodes(keys) or keys
+  elseif map.expr == 1 then
+    local rhs = map.rhs:gsub("<[Ss][Ii][Dd]>", "<SNR>" .. (map.sid or 0) .. "_")
+    return vim.fn.eval(rhs)
+  end
+  return termcodes(map.rhs)
+end
+
+--- Do what `lhs` did before groundspec mapped it in `buf`.
+function M.fall_through(buf, lhs)
+  local map = (previous[buf] or {})[lhs]
+  if not map then
+    return feed(termcodes(lhs), false)
+  end
+  local keys = mapping_keys(map)
+  if keys and keys ~= "" then
+    feed(keys, map.noremap ~= 1)
+  end
+end
+
+--- Map `lhs` in insert mode in `buf`: `action()` returns true when it acted
+--- (a suggestion was shown), else the key falls through.
+function M.map(buf, lhs, name, action)
+  if not lhs or lhs == "" then
+    return
+  end
+  capture(buf, lhs)
+  vim.keymap.set("i", lhs, function()
+    if not action() then
+      M.fall_through(buf, lhs)
+    end
+  end, { buffer = buf, silent = true, desc = DESC .. name })
+end
+
+function M.forget(buf)
+  previous[buf] = nil
+end
+
+return M
