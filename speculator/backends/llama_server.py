@@ -18,9 +18,10 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..pipeline import Counts, StopRule
 from ..types import CancelToken, CompletionRequest, RefactorRequest
 from .http import Transport
-from .remote import CompletionContext, Counts, Generation, RemoteEngine, StopRule
+from .remote import CompletionContext, Generation, RemoteEngine
 
 log = logging.getLogger(__name__)
 

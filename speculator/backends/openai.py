@@ -12,9 +12,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from ..pipeline import Counts, StopRule
 from ..types import CancelToken, CompletionRequest, RefactorRequest
 from .http import ServerUnavailable, Transport
-from .remote import CompletionContext, Counts, Generation, RemoteEngine, StopRule
+from .remote import CompletionContext, Generation, RemoteEngine
 
 log = logging.getLogger(__name__)
 

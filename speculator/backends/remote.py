@@ -12,36 +12,24 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-import msgspec
-
 from ..grounding import Grounding, similar_siblings
-from ..postprocess import (
-    CompletionStop,
-    cut_at_deadline,
-    dedented_selection,
-    finish_completion,
-    finish_refactor,
-    is_multiline,
-)
-from ..prompt import SNIPPET_BUDGET_CHARS, FimPrompt, build_fim, build_refactor, fence_stop
+from ..limits import Limits
+from ..outcome import StopReason
+from ..pipeline import CompletionJob, Counts, Generated, Pipeline, RewriteJob, StopRule
+from ..postprocess import CompletionStop
+from ..prompt import SNIPPET_BUDGET_CHARS, FimPrompt, build_fim
 from ..recent import remember
-from ..totals import Totals
 from ..types import (
     CancelToken,
     CompletionRequest,
-    CompletionResult,
-    ContextProvider,
-    EngineError,
     RefactorRequest,
-    RefactorResult,
     Snippet,
-    Stats,
 )
-from ..validate import check_completion, check_refactor, refactor_cut_short, token_limit_reached
+from ..validate import refactor_cut_short, token_limit_reached
 from .http import Transport
 
 log = logging.getLogger(__name__)
@@ -51,20 +39,6 @@ MAX_PINS = 256
 MAX_ANCHORS = 32  # documents whose typing run is remembered (each holds its text)
 MAX_TYPED_CHARS = 512  # a longer run starts a new anchor: the prompt window moves on
 
-StopRule = Callable[[str], int | None]
-
-
-class Counts(msgspec.Struct):
-    """What the server says it did for one request."""
-
-    prompt_tokens: int = 0
-    reused_prompt_tokens: int = 0
-    prompt_ms: float = 0.0
-    decode_ms: float = 0.0
-    generated_tokens: int = 0
-    drafted_tokens: int = 0
-    accepted_tokens: int = 0
-
 
 @dataclass
 class CompletionContext:
@@ -73,12 +47,16 @@ class CompletionContext:
     fim: FimPrompt  # the raw Qwen FIM prompt's segments, split at the typing run's anchor
     extras: list[Snippet]  # workspace snippets + tree-sitter spans (in fim's header)
     multiline: bool
-    stop: CompletionStop | StopRule  # complete() adds the request's time limits (TimedStop)
+    stop: CompletionStop | StopRule  # run_completion adds the request's time limits (TimedStop)
     typed: str = ""  # typed since the anchor: the start of the FIM middle
 
     @property
     def raw_prompt(self) -> str:
         return "".join(special + text for special, text in self.fim.segments) + self.typed
+
+    @property
+    def text(self) -> str:
+        return self.raw_prompt
 
 
 @dataclass
@@ -173,23 +151,26 @@ class TimedStop:
     Ending the stream closes the connection, which ends the server's work too."""
 
     def __init__(
-        self,
-        stop: StopRule,
-        request: CompletionRequest,
-        started: float,
-        clock: Callable[[], float] = time.perf_counter,
+        self, stop: StopRule, limits: Limits, clock: Callable[[], float] = time.perf_counter
     ):
         self.stop = stop
-        self.max_predict_ms = request.max_predict_ms
-        self.from_start = request.max_predict_from_start
-        self.deadline_ms = request.deadline_ms
-        self.started = started
+        self.max_predict_ms = limits.max_predict_ms
+        self.from_start = limits.from_start
+        self.deadline_ms = limits.deadline_ms
+        self.started = limits.started
         self.clock = clock
         self.timed_out = False  # stopped by either limit
         self.cut_short = False  # stopped by the deadline, maybe mid-line
         self._first: float | None = None  # when the first text came
-        self._last = started
+        self._last = limits.started
         self._seen = 0  # characters of text seen so far
+
+    @property
+    def reason(self) -> StopReason | None:
+        """Why it stopped the stream, if a limit did."""
+        if self.cut_short:
+            return StopReason.DEADLINE
+        return StopReason.TIME_LIMIT if self.timed_out else None
 
     def __call__(self, text: str) -> int | None:
         cut = self.stop(text)
@@ -245,73 +226,69 @@ class SlotPins:
         remember(self._slots, key, slot, MAX_PINS)
 
 
-class RemoteEngine:
-    """The Engine protocol over HTTP; see LlamaServerEngine and OpenAIEngine."""
+class RemoteEngine(Pipeline[CompletionContext]):
+    """The Engine protocol over HTTP: the request pipeline (speculator/pipeline.py)
+    with this object as its generator; see LlamaServerEngine and OpenAIEngine for
+    how a request is sent and how the server's events read."""
 
     def __init__(self, transport: Transport):
         self.transport = transport
         self.pins = SlotPins()
         self.anchors = TypingAnchors()
-        self._totals = Totals()
-        self._provider: ContextProvider | None = None
+        super().__init__(self)
 
-    # -- the Engine protocol -----------------------------------------------------------
+    # -- the generator (speculator/pipeline.py) -----------------------------------------
 
-    def set_context_provider(self, provider: ContextProvider | None) -> None:
-        self._provider = provider
+    def prompt_for(self, job: CompletionJob) -> CompletionContext:
+        """The same grounding the local engine uses: window, snippets, spans, stop
+        rule; the prompt split at the document's typing anchor (TypingAnchors)."""
+        request = job.request
+        key = request.path or ""
+        found = self.anchors.find(key, request.text, request.cursor)
+        if found is None:
+            anchor = self._anchor(job)
+            self.anchors.set(key, anchor)
+            found = (anchor, "")
+        anchor, typed = found
+        return CompletionContext(anchor.fim, anchor.extras, job.multiline, job.stop, typed)
 
-    def totals(self) -> dict[str, object]:
-        return self._totals.snapshot()
-
-    def close(self) -> None:
-        self.transport.close()
-
-    def complete(
-        self, request: CompletionRequest, cancel: CancelToken | None = None
-    ) -> CompletionResult:
-        started = time.perf_counter()
-        context = self.completion_context(request)
-        timed = TimedStop(context.stop, request, started)
-        context.stop = timed
-        generation = self.generate_completion(request, context, cancel)
+    def run_completion(
+        self, job: CompletionJob, prompt: CompletionContext, cancel: CancelToken | None
+    ) -> Generated:
+        timed = TimedStop(prompt.stop, job.limits)
+        prompt.stop = timed
+        generation = self.generate_completion(job.request, prompt, cancel)
         self.learn(generation)
-        text = finish_completion(generation.text, context.multiline)
-        if timed.cut_short:
-            text = cut_at_deadline(text)
-        stats = self._stats(generation, started)
-        return CompletionResult(text=text, stats=stats, timed_out=timed.timed_out)
+        return self._generated(generation, job.limits.started, timed.reason)
+
+    def run_alternatives(
+        self, job: CompletionJob, prompt: CompletionContext, n: int, cancel: CancelToken | None
+    ) -> Iterator[Generated]:
+        """One completion: a remote server offers no cheap alternatives from one prompt."""
+        yield self.run_completion(job, prompt, cancel)
+
+    def run_rewrite(self, job: RewriteJob, cancel: CancelToken | None) -> Generated:
+        request = job.request
+        generation = self.generate_refactor(request, job.prompt, job.fence, job.stop, cancel)
+        self.learn(generation)
+        generated = self._generated(generation, job.limits.started)
+        if generation.truncated:
+            generated.why_unfinished = refactor_cut_short(token_limit_reached(request.max_tokens))
+        return generated
+
+    def run_warm(
+        self, job: CompletionJob, prompt: CompletionContext, cancel: CancelToken | None
+    ) -> int:
+        """Have the server evaluate (and cache) the completion prompt; tokens evaluated."""
+        counts = self.warm_prompt(job.request, prompt, cancel)
+        return counts.prompt_tokens - counts.reused_prompt_tokens
 
     def persist(self) -> int:
         """Nothing to write: the server keeps its own slots."""
         return 0
 
-    def alternatives(
-        self, request: CompletionRequest, n: int, cancel: CancelToken | None = None
-    ) -> list[CompletionResult]:
-        """One completion: a remote server offers no cheap alternatives from one prompt."""
-        return [self.complete(request, cancel)]
-
-    def refactor(
-        self, request: RefactorRequest, cancel: CancelToken | None = None
-    ) -> RefactorResult:
-        started = time.perf_counter()
-        selection = check_refactor(request)
-        code, lead = dedented_selection(request.text, request.start, request.end)
-        prompt, fence = build_refactor(code, request.instruction, request.language_id)
-        stop = fence_stop(fence)
-
-        generation = self.generate_refactor(request, prompt, fence, stop, cancel)
-        self.learn(generation)
-        if generation.truncated:
-            raise EngineError(refactor_cut_short(token_limit_reached(request.max_tokens)))
-        new_text = finish_refactor(generation.text, selection, lead)
-        stats = self._stats(generation, started)
-        return RefactorResult(new_text=new_text, start=request.start, end=request.end, stats=stats)
-
-    def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
-        """Have the server evaluate (and cache) the completion prompt; tokens evaluated."""
-        counts = self.warm_prompt(request, self.completion_context(request), cancel)
-        return counts.prompt_tokens - counts.reused_prompt_tokens
+    def close(self) -> None:
+        self.transport.close()
 
     # -- for the subclasses ----------------------------------------------------------
 
@@ -342,56 +319,29 @@ class RemoteEngine:
     ) -> Counts:
         raise NotImplementedError
 
-    def completion_context(self, request: CompletionRequest) -> CompletionContext:
-        """The same grounding the local engine uses: window, snippets, spans, stop
-        rule; the prompt split at the document's typing anchor (TypingAnchors)."""
-        check_completion(request)
-        grounding = Grounding(request.text, request.language_id)
-        key = request.path or ""
-        found = self.anchors.find(key, request.text, request.cursor)
-        if found is None:
-            anchor = self._anchor(request, grounding)
-            self.anchors.set(key, anchor)
-            found = (anchor, "")
-        anchor, typed = found
-        multiline = (
-            request.multiline
-            if request.multiline is not None
-            else is_multiline(request.text, request.cursor, grounding)
-        )
-        stop = CompletionStop(request.text, request.cursor, multiline)
-        return CompletionContext(anchor.fim, anchor.extras, multiline, stop, typed)
+    # -- helpers ---------------------------------------------------------------------
 
-    def _anchor(self, request: CompletionRequest, grounding: Grounding) -> Anchor:
-        snippets: list[Snippet] = []
-        if self._provider is not None:
-            query = request.text[max(0, request.cursor - 1500) : request.cursor]
-            snippets = self._provider.related(request.path, query, 3)
+    def _anchor(self, job: CompletionJob) -> Anchor:
+        request, grounding = job.request, job.grounding
+        snippets = job.context()
         window = build_fim(request.text, request.cursor, grounding, [], request.path)
         spans = _spans_outside(grounding, request, window.prefix + window.suffix)
         extras = _fit(snippets + spans, SNIPPET_BUDGET_CHARS)
         fim = build_fim(request.text, request.cursor, grounding, extras, request.path)
         return Anchor(request.text, request.cursor, fim, extras)
 
-    def _stats(self, generation: Generation, started: float) -> Stats:
+    def _generated(
+        self, generation: Generation, started: float, limited: StopReason | None = None
+    ) -> Generated:
+        """The pipeline's view of a stream: what it said, why it ended, its counts."""
+        if limited is not None:
+            stop = limited
+        else:
+            stop = StopReason.TOKEN_LIMIT if generation.truncated else StopReason.END
         c = generation.counts
-        stats = Stats(
-            generated_tokens=c.generated_tokens,
-            drafted_tokens=c.drafted_tokens,
-            accepted_tokens=c.accepted_tokens,
-            prompt_tokens=c.prompt_tokens,
-            reused_prompt_tokens=c.reused_prompt_tokens,
-            prompt_ms=round(c.prompt_ms, 1),
-            decode_ms=round(c.decode_ms, 1),
-            total_ms=round((time.perf_counter() - started) * 1000, 1),
-            speculation=self.speculation(),
-        )
-        drafts = (
-            {stats.speculation: (c.drafted_tokens, c.accepted_tokens)} if c.drafted_tokens else {}
-        )
-        self._totals.record(stats, drafts)
-        log.info("request done: %s", msgspec.json.encode(stats).decode())
-        return stats
+        speculation = self.speculation()
+        drafts = {speculation: (c.drafted_tokens, c.accepted_tokens)} if c.drafted_tokens else {}
+        return Generated(generation.text, stop, c, speculation, started, drafts)
 
 
 def _spans_outside(grounding: Grounding, request: CompletionRequest, window: str) -> list[Snippet]:

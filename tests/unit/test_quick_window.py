@@ -19,8 +19,8 @@ from lsp_server import cli
 from lsp_server.options import ServerOptions
 from lsp_server.service import CompletionService
 from speculator.config import EngineConfig
-from speculator.engine import SPENT_LIMIT_MS, _decode_time_limit
 from speculator.fake import FakeEngine
+from speculator.limits import SPENT_LIMIT_MS, Limits
 from speculator.types import CompletionRequest
 
 URI = "file:///a.py"
@@ -115,9 +115,13 @@ async def test_a_typing_completion_is_followed_by_a_warm_up_of_the_full_prompt(
 def test_a_typing_limit_counts_the_prompt_and_a_spent_one_still_ends_the_first_line() -> None:
     typing = CompletionRequest(text="x", cursor=1, max_predict_ms=1000, max_predict_from_start=True)
     now = time.perf_counter()
-    assert 600 < _decode_time_limit(typing, now - 0.3) <= 700  # 0.3 s went on the prompt
-    assert _decode_time_limit(typing, now - 2.0) == SPENT_LIMIT_MS > 0  # 0 would be no limit
+
+    def decode_limit(request: CompletionRequest, started: float) -> float:
+        return Limits.of(request, started).decode_max_ms(now)
+
+    assert 600 < decode_limit(typing, now - 0.3) <= 700  # 0.3 s went on the prompt
+    assert decode_limit(typing, now - 2.0) == SPENT_LIMIT_MS > 0  # 0 would be no limit
     http = CompletionRequest(text="x", cursor=1, max_predict_ms=1000)  # llama-server's count
-    assert _decode_time_limit(http, now - 2.0) == 1000
+    assert decode_limit(http, now - 2.0) == 1000
     unlimited = CompletionRequest(text="x", cursor=1, max_predict_from_start=True)
-    assert _decode_time_limit(unlimited, now - 2.0) == 0
+    assert decode_limit(unlimited, now - 2.0) == 0

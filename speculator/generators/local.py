@@ -1,0 +1,438 @@
+"""The local generator: the target (and draft) model's KV sessions, slots and decoder.
+
+The pipeline (speculator/pipeline.py) hands it prepared jobs; it builds the
+prompt its KV cache reuses best, evaluates it (restoring a document's saved KV
+first, speculator/kv_slots.py), picks the drafters and runs the speculative
+decode loop (speculator/decode.py). No llama_cpp import here: the sessions and
+models are given (speculator/engine.py loads them).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..config import EngineConfig
+from ..controller import DRAFT_TOKEN_RATIO, Controller, controllers_by_kind
+from ..decode import Decoder, SamplingParams, refactor_budget, unfinished_refactor
+from ..drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
+from ..grounding import Grounding, similar_siblings
+from ..kv_slots import KvSlots
+from ..limits import Limits
+from ..loss_guard import allowance_for
+from ..outcome import DecodeOutcome
+from ..pipeline import CompletionJob, Counts, Generated, RewriteJob, StopRule
+from ..postprocess import finish_completion
+from ..prompt import PREFIX_BUDGET_CHARS, FimPrompt, QuickWindow, build_fim, build_quick_fim
+from ..threads import ThreadPolicy
+from ..totals import Totals
+from ..types import (
+    Cancelled,
+    CancelToken,
+    CompletionRequest,
+    Progress,
+    RefactorRequest,
+    Speculation,
+)
+from ..validate import check_rewrite_fits
+
+if TYPE_CHECKING:
+    from ..models import Model
+    from ..session import Logits, Session, SyncResult
+
+log = logging.getLogger(__name__)
+
+# `auto` never lets the draft model catch up on more prompt tokens than this
+# inside a request: its KV is kept in step by warm-ups and keystroke syncs.
+MAX_DRAFT_CATCH_UP = 16
+
+# Added to an alternative's first token's logit so greedy (or sampling, for any
+# temperature the options allow) picks it: logits are tens apart at most.
+FORCE_MARGIN = 1000.0
+
+
+@dataclass
+class LocalPrompt:
+    """A completion's FIM prompt and its tokens, one list per cacheable segment."""
+
+    fim: FimPrompt
+    segments: list[list[int]]
+
+    @property
+    def text(self) -> str:
+        return "".join(special + text for special, text in self.fim.segments)
+
+
+class LocalGenerator:
+    def __init__(
+        self,
+        target: Model,
+        draft: Model | None,
+        config: EngineConfig,
+        sessions: tuple[Session, Session | None],
+        thread_policy: ThreadPolicy,
+        totals: Totals,
+        fingerprints: Callable[[], tuple[str, str | None]],
+    ) -> None:
+        self.target = target
+        self.draft = draft
+        self.config = config
+        self.session, self.draft_session = sessions
+        self.thread_policy = thread_policy  # one for both models: they share the cores
+        self.totals = totals  # cancelled decodes are counted here
+        self.controllers = controllers_by_kind(cpu_only=target.n_gpu_layers == 0)
+        self.shift_reuse = True  # reuse the FIM suffix's KV after edits (approximate)
+        self._window_starts: dict[str, int] = {}
+        self._quick_windows: dict[str, QuickWindow] = {}
+        self.slots = KvSlots(
+            self.session, self.draft_session, config, fingerprints, self._window_starts.get
+        )
+        self.last_outcome: DecodeOutcome | None = None  # the bench reads it
+
+    def close(self) -> None:
+        self.slots.close()
+        for session in (self.session, self.draft_session):
+            if session is not None:
+                session.close()
+
+    def persist(self) -> int:
+        return self.slots.persist()
+
+    # -- prompt ------------------------------------------------------------------------
+
+    def prompt_for(self, job: CompletionJob) -> LocalPrompt:
+        """The full FIM prompt, its document's slot entered; for a typing request on
+        a cold document, a short window instead (the idle warm-up evaluates the full)."""
+        request = job.request
+        fim = self._fim_prompt(job)
+        segments = self._tokenize_segments(fim)
+        self.slots.enter(("completion", slot_name(request)), segments)
+        quick = self.config.quick_window_tokens
+        if job.quick and 0 < quick < self.session.pending(segments, self.shift_reuse):
+            fim = self._quick_fim_prompt(request, job.grounding)
+            segments = self._tokenize_segments(fim)
+            log.info("quick window: %d prompt tokens", sum(map(len, segments)))
+            self.slots.enter(("quick", slot_name(request)), segments)
+        return LocalPrompt(fim, segments)
+
+    def _fim_prompt(self, job: CompletionJob) -> FimPrompt:
+        request = job.request
+        snippets = job.context()
+        key = slot_name(request)
+        if key not in self._window_starts:
+            # After a restart: the saved slot's window, so its KV prefix matches.
+            start = self.slots.window_start(key)
+            if start is not None:
+                self._window_starts[key] = start
+        fim = build_fim(
+            request.text,
+            request.cursor,
+            job.grounding,
+            snippets,
+            request.path,
+            self._reusable_window_start(key, request),
+        )
+        self._window_starts[key] = request.cursor - len(fim.prefix)
+        return fim
+
+    def _reusable_window_start(self, key: str, request: CompletionRequest) -> int | None:
+        """Keep last request's window start while it still fits (hysteresis)."""
+        start = self._window_starts.get(key)
+        if start is None or not 0 <= start <= request.cursor:
+            return None
+        if request.cursor - start > PREFIX_BUDGET_CHARS * 5 // 4 or (
+            start > 0 and request.text[start - 1] != "\n"
+        ):
+            return None
+        return start
+
+    def _quick_fim_prompt(self, request: CompletionRequest, grounding: Grounding) -> FimPrompt:
+        key = slot_name(request)  # the window belongs to the slot it is kept in
+        fim, self._quick_windows[key] = build_quick_fim(
+            request.text,
+            request.cursor,
+            grounding,
+            self.config.quick_window_tokens,
+            lambda text: len(self.target.tokenize(text)),
+            self._quick_windows.get(key),
+        )
+        return fim
+
+    def _tokenize_segments(self, fim: FimPrompt) -> list[list[int]]:
+        return [
+            (self.target.tokenize(special, special=True) if special else [])
+            + (self.target.tokenize(text) if text else [])
+            for special, text in fim.segments
+        ]
+
+    # -- completion --------------------------------------------------------------------
+
+    def run_completion(
+        self, job: CompletionJob, prompt: LocalPrompt, cancel: CancelToken | None
+    ) -> Generated:
+        sync, logits, stop, corpus = self._ready(job, prompt, cancel)
+        return self._generate(job, logits, sync, stop, corpus, job.limits, cancel)
+
+    def run_alternatives(
+        self, job: CompletionJob, prompt: LocalPrompt, n: int, cancel: CancelToken | None
+    ) -> Iterator[Generated]:
+        """The greedy completion, then ones that start with the next most likely
+        first tokens and continue greedily. They reuse the prompt's KV: between
+        alternatives the cache is trimmed back to the prompt, so each costs only
+        its own tokens; at most 2(n - 1) first tokens are tried."""
+        sync, logits, stop, corpus = self._ready(job, prompt, cancel)
+        yield self._generate(job, logits, sync, stop, corpus, job.limits, cancel)
+        greedy = int(np.argmax(logits))
+        ranked = np.argsort(-logits)[: 2 * n - 1]
+        tries = [int(t) for t in ranked if t != greedy and not self.target.is_end_of_generation(t)]
+        for token in tries[: 2 * (n - 1)]:
+            self.session.trim(sync.prompt_tokens)
+            forced = logits.copy()
+            forced[token] = forced.max() + FORCE_MARGIN  # the decoder's first pick
+            limits = replace(job.limits, started=time.perf_counter())
+            yield self._generate(job, forced, sync, stop, corpus, limits, cancel, record=False)
+
+    def _ready(
+        self, job: CompletionJob, prompt: LocalPrompt, cancel: CancelToken | None
+    ) -> tuple[SyncResult, Logits, StopRule, list[list[int]]]:
+        """Sync the prompt into the KV cache; the stop rule and the lookup corpus."""
+        request = job.request
+        sync, logits = self.session.sync(
+            prompt.segments, shift_reuse=self.shift_reuse, cancel=cancel
+        )
+        self._keep_draft_in_step(prompt.segments, request.speculation, cancel)
+        stop = job.stop
+        if request.on_progress is not None:
+            stop = reporting(stop, request.on_progress, job.multiline, sync.prompt_tokens)
+        return sync, logits, stop, self._completion_corpus(request, job.grounding, prompt.fim)
+
+    def _generate(
+        self,
+        job: CompletionJob,
+        logits: Logits,
+        sync: SyncResult,
+        stop: StopRule,
+        corpus: list[list[int]],
+        limits: Limits,
+        cancel: CancelToken | None,
+        record: bool = True,
+    ) -> Generated:
+        """Decode from `logits` (the session holds exactly the prompt)."""
+        request = job.request
+        outcome = self._decode(
+            logits,
+            request,
+            "completion",
+            corpus,
+            stop,
+            cancel,
+            max_ms=limits.decode_max_ms(),
+            deadline_ms=limits.deadline_left_ms(),
+        )
+        return self._generated(sync, outcome, request.speculation, limits.started, record)
+
+    def _keep_draft_in_step(
+        self, segments: list[list[int]], speculation: Speculation, cancel: CancelToken | None
+    ) -> None:
+        """Bring the draft model's KV to the new prompt when that costs a few tokens
+        (a keystroke); a far-behind draft cache is left to the idle warm-up."""
+        draft = self.draft_session
+        if draft is None or speculation in ("off", "lookup"):
+            return
+        if speculation == "auto" and not self._draft_pays(self.controllers["completion"]):
+            return  # not used now; the idle warm-up keeps it close enough
+        if draft.pending(segments, self.shift_reuse) <= MAX_DRAFT_CATCH_UP:
+            draft.sync(segments, shift_reuse=self.shift_reuse, cancel=cancel)
+
+    def _completion_corpus(
+        self, request: CompletionRequest, grounding: Grounding, fim: FimPrompt
+    ) -> list[list[int]]:
+        """Lookup sources beyond the prompt: the enclosing scope and similar siblings."""
+        sources = similar_siblings(grounding, request.cursor)
+        scope = grounding.enclosing_scope(request.cursor)
+        if scope:
+            sources.append(request.text[scope[0] : scope[1]])
+        in_prompt = fim.prefix + fim.suffix
+        return [self.target.tokenize(s) for s in sources if s not in in_prompt][:4]
+
+    # -- warm-up -----------------------------------------------------------------------
+
+    def run_warm(self, job: CompletionJob, prompt: LocalPrompt, cancel: CancelToken | None) -> int:
+        """Evaluate the prompt into the KV cache exactly (no generation).
+
+        Called when the editor is idle: besides warming a new document, it
+        re-evaluates a suffix that keystrokes only moved, so its KV is exact
+        again (moved KV grows staler with every character typed before it).
+        A cancelled warm-up keeps what it evaluated so far."""
+        sync, _ = self.session.sync(prompt.segments, shift_reuse=False, cancel=cancel)
+        if self.draft_session is not None:
+            self.draft_session.sync(prompt.segments, shift_reuse=False, cancel=cancel)
+        if not (cancel and cancel.cancelled):
+            self.slots.persist_if_due()
+        return sync.evaluated
+
+    # -- rewrite (refactor) ------------------------------------------------------------
+
+    def run_rewrite(self, job: RewriteJob, cancel: CancelToken | None) -> Generated:
+        request = job.request
+        tokens = self.target.tokenize(job.prompt, special=True)
+        expected_tokens = len(self.target.tokenize(job.expected_text))
+        check_rewrite_fits(len(tokens), expected_tokens, self.session.n_ctx)
+        # Its own slot: a rewrite never evicts the document's completion KV.
+        self.slots.enter((job.slot_kind, request.path or ""), [tokens])
+        sync, logits = self.session.sync([tokens], cancel=cancel)
+        budget = refactor_budget(request.max_tokens, expected_tokens)
+        outcome = self._decode(
+            logits,
+            request,
+            "refactor",
+            [],
+            job.stop,
+            cancel,
+            max_tokens=budget,
+            expected_tokens=expected_tokens,
+            renames=job.renames,
+        )
+        generated = self._generated(sync, outcome, request.speculation, job.limits.started)
+        if not outcome.finished:
+            generated.why_unfinished = unfinished_refactor(outcome, budget, expected_tokens)
+        return generated
+
+    # -- decoding ----------------------------------------------------------------------
+
+    def _decode(
+        self,
+        logits: Logits,
+        request: CompletionRequest | RefactorRequest,
+        kind: str,
+        corpus: list[list[int]],
+        stop: StopRule,
+        cancel: CancelToken | None,
+        max_tokens: int | None = None,
+        expected_tokens: int = 0,
+        max_ms: float = 0.0,
+        renames: dict[str, str] | None = None,
+        deadline_ms: float = 0.0,
+    ) -> DecodeOutcome:
+        prompt = list(self.session.cells)
+        speculation = request.speculation
+        controller = self.controllers[kind]
+        drafters = self._drafters(speculation, corpus, prompt, controller, kind, renames)
+        params = SamplingParams(request.temperature, request.top_p, request.top_k, request.seed)
+        decoder = Decoder(
+            self.session,
+            self.target.token_bytes,
+            self.target.is_end_of_generation,
+            controller,
+            drafters,
+            params,
+            min_draft=0 if speculation == "auto" else 1,
+            max_ms=max_ms,
+            allowance=allowance_for(kind),
+            deadline_ms=deadline_ms,
+        )
+        try:
+            outcome = decoder.run(
+                logits, max_tokens or request.max_tokens, stop, cancel, expected_tokens
+            )
+        except Cancelled:
+            self.totals.record_cancelled()
+            raise
+        outcome.prompt = prompt
+        outcome.draft_catch_up = sum(
+            d.prompt_tokens_evaluated for d in drafters if isinstance(d, DraftModelDrafter)
+        )
+        self.last_outcome = outcome
+        return outcome
+
+    def _drafters(
+        self,
+        speculation: Speculation,
+        corpus: list[list[int]],
+        prompt: list[int],
+        controller: Controller,
+        kind: str,
+        renames: dict[str, str] | None = None,
+    ) -> list[Drafter]:
+        """Cheapest first. `auto` uses the draft model only once it has paid off.
+        `renames`: the renames a refactor's instruction asks for."""
+        if speculation == "off":
+            return []
+        lookup = PromptLookupDrafter.for_request(
+            kind, corpus, self.target.token_bytes, self.target.tokenize, renames
+        )
+        catch_up = MAX_DRAFT_CATCH_UP if speculation == "auto" else None
+        model = (
+            DraftModelDrafter(self.draft_session, prompt, max_catch_up=catch_up)
+            if self.draft_session
+            else None
+        )
+        if speculation == "lookup" or (speculation == "auto" and not self._draft_pays(controller)):
+            return [lookup]
+        if speculation == "draft":
+            return [model] if model else []
+        return [lookup, model] if model else [lookup]
+
+    def _draft_pays(self, controller: Controller) -> bool:
+        """The draft model is worth it when its expected gain beats plain decoding."""
+        if self.draft_session is None:
+            return False
+        extra = DRAFT_TOKEN_RATIO * controller.cost(1)
+        return controller.draft_length("draft", 16, extra_cost_ms=extra) > 0
+
+    @staticmethod
+    def _generated(
+        sync: SyncResult,
+        outcome: DecodeOutcome,
+        speculation: str,
+        started: float,
+        record: bool = True,
+    ) -> Generated:
+        # An alternative after the first reuses the prompt the first paid for.
+        counts = Counts(
+            prompt_tokens=sync.prompt_tokens,
+            reused_prompt_tokens=sync.reused if record else sync.prompt_tokens,
+            prompt_ms=sync.ms if record else 0.0,
+            decode_ms=outcome.decode_ms,
+            generated_tokens=len(outcome.tokens),
+            drafted_tokens=outcome.drafted,
+            accepted_tokens=outcome.accepted,
+        )
+        return Generated(
+            outcome.text,
+            outcome.stop,
+            counts,
+            speculation,
+            started,
+            dict(outcome.per_drafter),
+            record,
+        )
+
+
+def slot_name(request: CompletionRequest) -> str:
+    """Whose KV slot a completion uses: the one it names, else its document's."""
+    return request.slot or request.path or ""
+
+
+def reporting(
+    stop: StopRule, report: Callable[[Progress], None], multiline: bool, prompt_tokens: int
+) -> StopRule:
+    """The stop rule, also reporting the text so far as it would be finished now:
+    the decode loop calls it after every accepted token, so streaming costs no
+    change to the loop."""
+    generated = 0
+
+    def rule(text: str) -> int | None:
+        nonlocal generated
+        generated += 1
+        cut = stop(text)
+        kept = text if cut is None else text[:cut]
+        report(Progress(finish_completion(kept, multiline), generated, prompt_tokens))
+        return cut
+
+    return rule

@@ -1,0 +1,152 @@
+"""Which document's KV the sessions hold, and the slots the others wait in.
+
+The local generator has one target session (and one draft session); each
+document (and each refactor's file) has a slot: a saved copy of its KV kept in
+RAM (RamSlots, an LRU within a byte bound) and on disk (DiskSlots, across
+restarts), speculator/slots.py. Entering a slot saves the live KV under its
+key and restores the entered one's, when that beats what the cache holds.
+Writing to disk runs on its own thread: hashing tens of MB must not hold the
+engine's.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .config import EngineConfig
+from .slots import (
+    DiskSlots,
+    RamSlots,
+    SessionState,
+    Slot,
+    SlotKey,
+    SlotTimer,
+    default_folder,
+)
+from .tokens import common_prefix
+
+if TYPE_CHECKING:
+    from .session import Session
+
+log = logging.getLogger(__name__)
+
+# An idle warm-up writes the KV slots to disk at most this often.
+PERSIST_INTERVAL_S = 30.0
+
+
+class KvSlots:
+    def __init__(
+        self,
+        session: Session,
+        draft_session: Session | None,
+        config: EngineConfig,
+        fingerprints: Callable[[], tuple[str, str | None]],
+        window_of: Callable[[str], int | None],
+    ) -> None:
+        """`fingerprints`: the target's and the draft's model fingerprints (files
+        on disk are keyed by them); `window_of(name)`: where a document's prompt
+        window starts, saved with its slot so a restart finds the same prefix."""
+        self.session = session
+        self.draft_session = draft_session
+        self.window_of = window_of
+        self.ram = RamSlots(max(0, config.kv_ram_mb) << 20)
+        self.disk: DiskSlots | None = None
+        if config.kv_disk_mb > 0:
+            folder = Path(os.path.expanduser(config.kv_dir)) if config.kv_dir else default_folder()
+            try:
+                target, draft = fingerprints()
+                self.disk = DiskSlots(folder, target, draft, config.kv_disk_mb << 20)
+            except OSError as exc:
+                log.warning("KV slots are not kept across restarts: %s", exc)
+        self.live_key: SlotKey | None = None  # whose KV the sessions hold now
+        self._live_written: tuple[SlotKey, int, int] | None = None
+        self._persist_timer = SlotTimer(PERSIST_INTERVAL_S)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="groundspec-kv-writer")
+
+    def enter(self, key: SlotKey, segments: list[list[int]]) -> None:
+        """Make the sessions hold `key`'s KV: save the live state under its key,
+        and restore `key`'s saved state when it beats what the cache holds."""
+        if key == self.live_key:
+            return
+        self._stash_live()
+        self.live_key = key
+        slot = self.ram.pop(key)
+        if slot is None and self.disk is not None:
+            slot = self.disk.load(key)
+        prompt = [t for seg in segments for t in seg]
+        if slot is None or common_prefix(slot.target.cells, prompt) <= common_prefix(
+            self.session.cells, prompt
+        ):
+            return
+        if not self.session.restore_state(
+            slot.target.data, slot.target.cells, slot.target.segments
+        ):
+            log.warning("the saved KV of %s did not restore: evaluating afresh", key[1] or "?")
+            return
+        if self.draft_session is not None and slot.draft is not None:
+            draft = slot.draft
+            self.draft_session.restore_state(draft.data, draft.cells, draft.segments)
+        log.info(
+            "restored the %s KV of %s (%d tokens)", key[0], key[1] or "?", len(slot.target.cells)
+        )
+
+    def window_start(self, name: str) -> int | None:
+        """The window start saved with a document's completion slot on disk."""
+        return self.disk.window_start(("completion", name)) if self.disk is not None else None
+
+    def persist(self) -> int:
+        """Write the slots (the live one too) to disk; how many files were written.
+
+        Called at shutdown; a slot already on disk is not rewritten."""
+        return self.persist_soon().result()
+
+    def persist_if_due(self) -> None:
+        """After an idle warm-up: hand the slots to the writer at most every
+        PERSIST_INTERVAL_S."""
+        if self._persist_timer.due():
+            self.persist_soon()
+
+    def persist_soon(self) -> Future[int]:
+        """Hand the slots to the writer thread (the states are copies already)."""
+        disk = self.disk
+        if disk is None:
+            done: Future[int] = Future()
+            done.set_result(0)
+            return done
+        slots = [slot for slot in self.ram.values() if not slot.on_disk]
+        live = self._live_slot()
+        if live is not None:
+            mark = (live.key, len(live.target.cells), hash(tuple(live.target.cells)))
+            if mark != self._live_written:
+                self._live_written = mark
+                slots.append(live)
+        return self._writer.submit(lambda: sum(disk.save(slot) for slot in slots))
+
+    def close(self) -> None:
+        self._writer.shutdown(wait=True)  # a slot being written is finished first
+
+    def _live_slot(self) -> Slot | None:
+        key = self.live_key
+        if key is None or not self.session.cells:
+            return None
+        draft = self.draft_session
+        window = self.window_of(key[1]) if key[0] == "completion" else None
+        return Slot(
+            key,
+            _state(self.session),
+            _state(draft) if draft is not None and draft.cells else None,
+            window,
+        )
+
+    def _stash_live(self) -> None:
+        if self.ram.limit_bytes and (slot := self._live_slot()) is not None:
+            self.ram.put(slot)
+
+
+def _state(session: Session) -> SessionState:
+    return SessionState(session.save_state(), list(session.cells), list(session.segments))
