@@ -19,6 +19,7 @@ from collections.abc import Sequence
 import tree_sitter
 from lsprotocol import types
 
+from speculator.edits import EditHistory
 from speculator.languages import new_parser
 from speculator.syntax import DEFINITION_TYPES, byte_offset, char_offset, point, utf8
 from speculator.validate import text_problem
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 Change = types.TextDocumentContentChangeEvent
 # Arguments of tree_sitter.Tree.edit: start, old end, new end (bytes), then the same as points.
 TreeEdit = tuple[int, int, int, tuple[int, int], tuple[int, int], tuple[int, int]]
+# One change as applied: (offset, old text, new text), offsets into the text before it.
+Replacement = tuple[int, str, str]
 # Tree edits kept for the next incremental parse; past this many (a document
 # edited for a long time without a completion) the next parse starts afresh.
 MAX_PENDING_EDITS = 256
@@ -116,13 +119,16 @@ class Document:
         if self.problem is not None:
             raise DocumentError(f"{self.uri}: {self.problem}")
 
-    def apply(self, changes: Sequence[Change], version: int) -> None:
+    def apply(self, changes: Sequence[Change], version: int) -> list[Replacement] | None:
         """Apply didChange content changes in order (each against the previous result).
 
         All or nothing: if one change cannot be applied, the document keeps the
-        text and version it had, and DocumentError says why."""
+        text and version it had, and DocumentError says why. Returns what was
+        replaced, (offset, old, new) each against the text the one before left
+        (the edit history's input), or None when a change sent the whole text."""
         text, index, last_edit = self.text, self._index, self.last_edit
         edits: list[TreeEdit] | None = []
+        replaced: list[Replacement] | None = []
         for change in changes:
             if isinstance(change, types.TextDocumentContentChangePartial):
                 try:
@@ -131,14 +137,17 @@ class Document:
                 except PositionError as exc:
                     raise DocumentError(f"{self.uri}: change not applied: {exc}") from None
                 new_text = text[:start] + change.text + text[end:]
+                if replaced is not None:
+                    replaced.append((start, text[start:end], change.text))
                 if edits is not None:
                     edits.append(_tree_edit(text, new_text, start, end, len(change.text)))
                 index = index.edited(start, end, change.text, new_text)
                 text, last_edit = new_text, start + len(change.text)
             else:
-                text, last_edit, edits = change.text, len(change.text), None
+                text, last_edit, edits, replaced = change.text, len(change.text), None, None
                 index = LineIndex(text)
         self._commit(text, index, last_edit, version, edits)
+        return replaced
 
     def _commit(
         self,
@@ -178,6 +187,7 @@ class DocumentStore:
     def __init__(self, max_chars: int) -> None:
         self.max_chars = max_chars
         self._docs: dict[str, Document] = {}
+        self.history = EditHistory()  # recent edits, for next-edit suggestions
 
     def __len__(self) -> int:
         return len(self._docs)
@@ -185,6 +195,7 @@ class DocumentStore:
     def open(self, item: types.TextDocumentItem) -> Document:
         doc = Document(item.uri, item.language_id, item.version, item.text, self.max_chars)
         self._docs[item.uri] = doc
+        self.history.reset(item.uri)
         if doc.problem:
             log.warning("%s: %s", item.uri, doc.problem)
         return doc
@@ -197,8 +208,13 @@ class DocumentStore:
 
     def change(self, uri: str, version: int, changes: Sequence[Change]) -> Document:
         doc = self.get(uri)
-        doc.apply(changes, version)
+        replaced = doc.apply(changes, version)
+        if replaced is None:
+            self.history.reset(uri)
+        for start, old, new in replaced or ():
+            self.history.record(uri, start, old, new)
         return doc
 
     def close(self, uri: str) -> None:
         self._docs.pop(uri, None)
+        self.history.forget(uri)

@@ -10,11 +10,12 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
 from speculator.config import EngineConfig
+from speculator.next_edit.proposal import MIN_CONFIDENCE
 from speculator.syntax import MAX_DOCUMENT_CHARS
 from speculator.types import Speculation
 
@@ -121,6 +122,29 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
         bool,
         _help("Index the workspace's files (watchdog) for prompt context and drafting."),
     ] = True
+    next_edit: Annotated[
+        bool,
+        _help(
+            "Next-edit suggestions (groundspec/nextEdit, textDocument/copilotInlineEdit); "
+            "off: every such request is answered with no edit."
+        ),
+    ] = True
+    next_edit_format: Annotated[
+        Literal["qwen", "zeta2", "sweep"],
+        _help(
+            "The next-edit prompt layout: qwen (the shipped instruct model), or zeta2 / sweep "
+            "for those next-edit models' GGUFs (docs/next-edit.md)."
+        ),
+    ] = "qwen"
+    next_edit_min_confidence: Annotated[
+        float,
+        _help(
+            "The least probability the model may give a token of a proposed next edit; "
+            "below it nothing is proposed.",
+            ge=0.0,
+            le=1.0,
+        ),
+    ] = MIN_CONFIDENCE
 
 
 # Help for the engine section, whose Struct (speculator/config.py) is the engine's

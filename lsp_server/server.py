@@ -30,6 +30,7 @@ from pygls.uris import to_fs_path
 
 from speculator.types import CancelToken
 
+from . import next_edit
 from . import requests as rq
 from .documents import DocumentError
 from .logs import setup_logging, traced
@@ -512,6 +513,16 @@ async def headless_refactor(ls: GroundspecServer, params: Any) -> dict[str, Any]
 
 
 @handler
+async def headless_next_edit(ls: GroundspecServer, params: Any) -> dict[str, Any]:
+    return await next_edit.next_edit(ls.service, params)
+
+
+@handler
+async def copilot_inline_edit(ls: GroundspecServer, params: Any) -> dict[str, Any]:
+    return await next_edit.copilot_inline_edit(ls.service, params)
+
+
+@handler
 def headless_stats(ls: GroundspecServer, params: Any) -> dict[str, Any]:
     return ls.service.stats()
 
@@ -545,6 +556,8 @@ def create_server(startup: StartupConfig) -> GroundspecServer:
         ("groundspec/complete", headless_complete, None),
         ("groundspec/refactor", headless_refactor, None),
         ("groundspec/stats", headless_stats, None),
+        (next_edit.NEXT_EDIT_METHOD, headless_next_edit, None),
+        (next_edit.COPILOT_INLINE_EDIT_METHOD, copilot_inline_edit, None),
     ]
     if startup.options.engine.with_env().fake:
         features.append((DEBUG_DOCUMENT_METHOD, debug_document, None))

@@ -1,0 +1,152 @@
+"""Next-edit requests: `groundspec/nextEdit` and `textDocument/copilotInlineEdit`.
+
+Both read the document's recent edits (DocumentStore.history, fed by didChange),
+ask the engine for the edit that most likely follows, and answer in their shape:
+- groundspec/nextEdit {textDocument: {uri}, position, speculation?}
+  -> {edits: [{range, newText}], stats}
+- textDocument/copilotInlineEdit {textDocument: {uri, version}, position, ...}
+  -> {edits: [{text, range, textDocument: {uri, version}, command}]}
+`edits` is empty when nothing is worth proposing, or next edits are off
+(options.nextEdit). The CLI (`groundspec next-edit`) builds the same result
+from a file and its git history (lsp_server/cli_next_edit.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from speculator.edits import Edit, EditHistory, snapshots
+from speculator.next_edit.core import NextEditRequest, NextEditResult
+from speculator.types import CancelToken, Engine, EngineError, Speculation, Stats
+
+from . import requests as rq
+from .convert import LineIndex
+from .documents import DocumentError, DocumentStore
+
+if TYPE_CHECKING:
+    from .service import CompletionService
+
+log = logging.getLogger(__name__)
+
+NEXT_EDIT_METHOD = "groundspec/nextEdit"
+COPILOT_INLINE_EDIT_METHOD = "textDocument/copilotInlineEdit"
+ACCEPTED_COMMAND = "groundspec.accepted"  # as lsp_server/server.py names it
+# Edits in other open documents shown to the model (newest first).
+ELSEWHERE = 2
+
+
+class DocumentAt(msgspec.Struct):
+    uri: str
+    version: int | None = None
+
+
+class NextEditParams(msgspec.Struct, kw_only=True, rename="camel"):
+    text_document: DocumentAt
+    position: rq.Position
+    speculation: Speculation | None = None
+
+
+async def next_edit(service: CompletionService, params: Any) -> dict[str, Any]:
+    """`groundspec/nextEdit`: {edits: [{range, newText}], stats}."""
+    src, result = await _run(service, params)
+    return result_dict(src.index, result)
+
+
+async def copilot_inline_edit(service: CompletionService, params: Any) -> dict[str, Any]:
+    """`textDocument/copilotInlineEdit`: Copilot's shape, from the same code."""
+    src, result = await _run(service, params)
+    edits = []
+    for edit in result.edits:
+        edits.append(
+            {
+                "text": edit.new_text,
+                "range": _range(src.index, edit.start, edit.end),
+                "textDocument": {"uri": src.uri, "version": src.version},
+                "command": {
+                    "title": "groundspec: accepted",
+                    "command": ACCEPTED_COMMAND,
+                    "arguments": [{"uri": src.uri, "length": len(edit.new_text), "kind": "edit"}],
+                },
+            }
+        )
+    return {"edits": edits}
+
+
+def result_dict(index: LineIndex, result: NextEditResult) -> dict[str, Any]:
+    """The `groundspec/nextEdit` result (also what `next-edit --json` prints)."""
+    edits = [{"range": _range(index, e.start, e.end), "newText": e.new_text} for e in result.edits]
+    return {"edits": edits, "stats": msgspec.to_builtins(result.stats)}
+
+
+def run_on_engine(engine: Engine, request: NextEditRequest, token: CancelToken) -> NextEditResult:
+    """The engine's next edit; an engine without them (a remote backend) says so."""
+    answer = getattr(engine, "next_edit", None)
+    if answer is None:
+        raise EngineError("next edits need the local engine; this backend has none")
+    result: NextEditResult = answer(request, token)
+    return result
+
+
+async def _run(service: CompletionService, params: Any) -> tuple[rq.Resolved, NextEditResult]:
+    req: NextEditParams = rq.parse(params, NextEditParams)
+    src = service.source(req.text_document.uri)
+    cursor = rq.offset(src.index, req.position.lsp())
+    options = service.options
+    speculation = req.speculation or options.speculation
+    if not options.next_edit:
+        return src, NextEditResult([], Stats(speculation=speculation), reason="next edits are off")
+    request = request_for(service.documents, src, cursor, speculation, options)
+    token = CancelToken()
+    result = await service.run_engine(lambda e: run_on_engine(e, request, token), token)
+    return src, result
+
+
+def request_for(
+    documents: DocumentStore,
+    src: rq.Resolved,
+    cursor: int,
+    speculation: Speculation,
+    options: Any,
+) -> NextEditRequest:
+    """The engine request: the document now, its recent edits and a few elsewhere."""
+    assert src.uri is not None
+    history = documents.history
+    return NextEditRequest(
+        text=src.text,
+        cursor=cursor,
+        edits=history.edits(src.uri),
+        path=src.path or src.uri,
+        language_id=src.language_id,
+        elsewhere=_elsewhere(documents, history, src.uri),
+        speculation=speculation,
+        prompt_format=options.next_edit_format,
+        min_confidence=options.next_edit_min_confidence,
+    )
+
+
+def _elsewhere(
+    documents: DocumentStore, history: EditHistory, uri: str
+) -> list[tuple[str, str, Edit]]:
+    """(path, text before the edit, edit) of the newest edits in other open documents."""
+    found = []
+    for other, edit in history.elsewhere(uri, ELSEWHERE):
+        try:
+            text = documents.get(other).text
+        except DocumentError:
+            continue
+        edits = history.edits(other)
+        if edit in edits:
+            before = snapshots(text, edits)[edits.index(edit)]
+            found.append((rq._path_of(other) or other, before, edit))
+    return found
+
+
+def _range(index: LineIndex, start: int, end: int) -> dict[str, Any]:
+    rng = index.range(start, end)
+    return {
+        "start": {"line": rng.start.line, "character": rng.start.character},
+        "end": {"line": rng.end.line, "character": rng.end.character},
+    }

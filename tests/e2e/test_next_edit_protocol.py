@@ -1,0 +1,113 @@
+"""groundspec/nextEdit and textDocument/copilotInlineEdit against `serve --fake`
+over raw stdio, played as shared/nes/README.md plays a task: didOpen, didChange,
+then the request. The fake engine's rewrite is the draft (the last edit carried
+on), so a rename is carried to the lines above."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from .raw import RawServer
+
+URI = "file:///work/plugins.py"
+CODE = """def register(plugin):
+    for name in dir(plugin):
+        opts = parse(plugin, name)
+        if opts is None:
+            continue
+        method = getattr(plugin, name)
+"""
+RENAMED_LINE = 5
+
+
+@pytest.fixture
+def server() -> Iterator[RawServer]:
+    srv = RawServer()
+    srv.initialize()
+    yield srv
+    srv.close()
+
+
+def open_and_rename(server: RawServer) -> dict:
+    """Open CODE, rename `name` to `attr_name` on the getattr line; the cursor after it."""
+    item = {"uri": URI, "languageId": "python", "version": 1, "text": CODE}
+    server.notify("textDocument/didOpen", {"textDocument": item})
+    col = CODE.splitlines()[RENAMED_LINE].index("name)")
+    change = {
+        "range": {
+            "start": {"line": RENAMED_LINE, "character": col},
+            "end": {"line": RENAMED_LINE, "character": col + 4},
+        },
+        "text": "attr_name",
+    }
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": URI, "version": 2}, "contentChanges": [change]},
+    )
+    return {"line": RENAMED_LINE, "character": col + len("attr_name")}
+
+
+def applied(text: str, edits: list[dict], key: str) -> str:
+    lines = text.split("\n")
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line) + 1)
+    for edit in sorted(
+        edits,
+        key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]),
+        reverse=True,
+    ):
+        r = edit["range"]
+        a = starts[r["start"]["line"]] + r["start"]["character"]
+        b = starts[r["end"]["line"]] + r["end"]["character"]
+        text = text[:a] + edit[key] + text[b:]
+    return text
+
+
+def test_next_edit_carries_the_rename_in_the_contract_shape(server: RawServer) -> None:
+    cursor = open_and_rename(server)
+    params = {"textDocument": {"uri": URI}, "position": cursor, "speculation": "off"}
+    result = server.call("groundspec/nextEdit", params)["result"]
+    assert set(result) == {"edits", "stats"}
+    assert result["stats"]["speculation"] == "off"
+    (edit,) = result["edits"]
+    assert set(edit) == {"range", "newText"}
+    after = CODE.replace("getattr(plugin, name)", "getattr(plugin, attr_name)")
+    assert applied(after, result["edits"], "newText") == CODE.replace("name", "attr_name")
+
+
+def test_copilot_inline_edit_answers_the_same_in_copilots_shape(server: RawServer) -> None:
+    cursor = open_and_rename(server)
+    ours = server.call("groundspec/nextEdit", {"textDocument": {"uri": URI}, "position": cursor})
+    params = {"textDocument": {"uri": URI, "version": 2}, "position": cursor}
+    theirs = server.call("textDocument/copilotInlineEdit", params)["result"]
+    (edit,) = theirs["edits"]
+    assert edit["text"] == ours["result"]["edits"][0]["newText"]
+    assert edit["range"] == ours["result"]["edits"][0]["range"]
+    assert edit["textDocument"] == {"uri": URI, "version": 2}
+    assert edit["command"]["command"] == "groundspec.accepted"
+
+
+def test_no_recent_edit_no_suggestion_and_history_dropped_on_close(server: RawServer) -> None:
+    cursor = open_and_rename(server)
+    server.notify("textDocument/didClose", {"textDocument": {"uri": URI}})
+    item = {"uri": URI, "languageId": "python", "version": 3, "text": CODE}
+    server.notify("textDocument/didOpen", {"textDocument": item})
+    result = server.call("groundspec/nextEdit", {"textDocument": {"uri": URI}, "position": cursor})
+    assert result["result"]["edits"] == []
+
+
+def test_bad_input_gets_a_clear_error(server: RawServer) -> None:
+    unknown = server.call(
+        "groundspec/nextEdit",
+        {"textDocument": {"uri": "file:///nope.py"}, "position": {"line": 0, "character": 0}},
+    )
+    assert "didOpen" in unknown["error"]["message"]
+    cursor = open_and_rename(server)
+    missing = server.call("groundspec/nextEdit", {"textDocument": {"uri": URI}})
+    assert missing["error"]["code"] == -32602
+    far = dict(cursor, line=999)
+    out = server.call("groundspec/nextEdit", {"textDocument": {"uri": URI}, "position": far})
+    assert "out of range" in out["error"]["message"]
