@@ -20,12 +20,14 @@ from typing import Any
 import msgspec
 import pytest
 from contract import STATS_KEYS
+from scripted_model import scripted_generator
 
 from speculator.backends import load_remote
 from speculator.backends.llama_server import LlamaServerEngine
 from speculator.backends.openai import OpenAIEngine
 from speculator.config import Backend, EngineConfig
 from speculator.factory import load_engine
+from speculator.pipeline import CompletionJob, Generated, Pipeline, StopRule
 from speculator.types import (
     Cancelled,
     CancelToken,
@@ -530,3 +532,52 @@ def test_a_deadline_the_prompt_spent_keeps_a_whole_first_line(fake: tuple[Fake, 
     result = llama(url).complete(request)
     assert result.timed_out
     assert result.text == "a = 1\n    b = 2", result.text
+
+
+def spy_on_completions(
+    monkeypatch: pytest.MonkeyPatch, pipeline: Pipeline[Any], seen: list[tuple[str, StopRule]]
+) -> None:
+    """Record the prompt text and stop rule each completion's generator is given."""
+    run = pipeline.generator.run_completion
+
+    def spy(job: CompletionJob, prompt: Any, cancel: CancelToken | None) -> Generated:
+        seen.append((prompt.text, job.stop))
+        return run(job, prompt, cancel)
+
+    monkeypatch.setattr(pipeline.generator, "run_completion", spy)
+
+
+def test_local_and_remote_generators_agree_on_prompt_stop_rule_and_text(
+    fake: tuple[Fake, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One request through the pipeline with each generator: the local one on a
+    model scripted to write what the fake server streams."""
+    state, url = fake
+    remote = llama(url)
+    generator, session = scripted_generator("".join(state.pieces))
+    local = Pipeline(generator)
+    local_seen: list[tuple[str, StopRule]] = []
+    remote_seen: list[tuple[str, StopRule]] = []
+    spy_on_completions(monkeypatch, local, local_seen)
+    spy_on_completions(monkeypatch, remote, remote_seen)
+    request = completion(speculation="off")
+    local_result, remote_result = local.complete(request), remote.complete(request)
+
+    (local_prompt, local_stop), (remote_prompt, remote_stop) = local_seen[0], remote_seen[0]
+    assert local_prompt == remote_prompt == posts(state)[-1]["prompt"]
+    assert session.synced[-1] == [ord(c) for c in local_prompt]  # what the local model saw
+    for probe in ("area(w, h)", "area(w, h) * d\n", "area(w, h) * d\n    return 1\n"):
+        assert local_stop(probe) == remote_stop(probe)
+    assert local_result.text == remote_result.text == "area(w, h) * d"
+
+    start = SOURCE.index("def volume")
+    refactor = RefactorRequest(text=SOURCE, start=start, end=len(SOURCE), instruction="rename")
+    state.pieces = ["def vol(w, h, d):\n", "    return w * h * d\n```", "junk"]
+    generator, session = scripted_generator("".join(state.pieces))
+    local_text = Pipeline(generator).refactor(refactor).new_text
+    assert (
+        local_text
+        == remote.refactor(refactor).new_text
+        == "def vol(w, h, d):\n    return w * h * d\n"
+    )
+    assert session.synced[-1] == [ord(c) for c in posts(state)[-1]["prompt"]]
