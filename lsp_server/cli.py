@@ -23,7 +23,7 @@ from speculator.languages import language_id_for_path
 from speculator.types import CompletionRequest, Engine, EngineError, RefactorRequest
 from speculator.validate import instruction_problem
 
-from . import cli_lab, cli_models, cli_serve
+from . import cli_lab, cli_models, cli_next_edit, cli_serve
 from .cli_common import (
     EXIT_CODES,
     EXIT_FAILED,
@@ -230,6 +230,7 @@ COMMANDS: list[Register] = [
     cli_serve.register,
     register_complete,
     register_refactor,
+    cli_next_edit.register,
     cli_models.register,
     cli_lab.register_demo,
     cli_lab.register_bench,

@@ -16,6 +16,7 @@ bounded: a few edits per document, a character budget for each, a few documents.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -166,3 +167,39 @@ def snapshots(current: str, edits: list[Edit]) -> list[str]:
         texts.append(edit.undo(texts[-1]))
     texts.reverse()
     return texts
+
+
+def edits_between(old: str, new: str, newest_line: int | None = None) -> list[Edit]:
+    """The changes from `old` to `new` as an edit chain (each edit against the text the
+    one before it left), one edit per run of changed lines, top to bottom, except
+    that the run nearest `newest_line` (a 0-based line of `new`) comes last: it is
+    taken as the user's latest edit. Keeps the last MAX_EDITS.
+
+    For `groundspec next-edit`, whose history is a file's uncommitted changes."""
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    runs = [op[1:] for op in matcher.get_opcodes() if op[0] != "equal"]
+    if newest_line is not None and runs:
+        nearest = min(runs, key=lambda r: _distance(newest_line, r[2], r[3]))
+        runs.remove(nearest)
+        runs.append(nearest)
+    current = list(old_lines)
+    applied: list[tuple[int, int, int]] = []  # (old line, old length, new length) done
+    chain = []
+    for a1, a2, b1, b2 in runs:
+        # Where the run starts now: shifted by the runs above it applied before.
+        at = a1 + sum(nl - ol for line, ol, nl in applied if line < a1)
+        start = sum(len(line) for line in current[:at])
+        removed = "".join(current[at : at + a2 - a1])
+        added = "".join(new_lines[b1:b2])
+        chain.append(Edit(start, removed, added))
+        current[at : at + a2 - a1] = new_lines[b1:b2]
+        applied.append((a1, a2 - a1, b2 - b1))
+    return [e for e in (trimmed(e) for e in chain) if e is not None][-MAX_EDITS:]
+
+
+def _distance(line: int, first: int, end: int) -> int:
+    if first <= line < max(end, first + 1):
+        return 0
+    return min(abs(line - first), abs(line - (end - 1)))

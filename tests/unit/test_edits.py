@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import random
 
-from speculator.edits import MAX_DOCUMENTS, MAX_EDITS, Edit, EditHistory, merge, snapshots
+from speculator.edits import (
+    MAX_DOCUMENTS,
+    MAX_EDITS,
+    Edit,
+    EditHistory,
+    edits_between,
+    merge,
+    snapshots,
+)
 
 
 class Clock:
@@ -125,3 +133,15 @@ def test_snapshots_rebuild_every_earlier_text_from_random_typing() -> None:
     for before, edit, after in zip(rebuilt, edits, rebuilt[1:], strict=False):
         assert edit.apply(before) == after
         assert before in texts  # a text the document really had
+
+
+def test_edits_between_rebuild_the_old_text_and_put_the_nearest_last() -> None:
+    old = "".join(f"line {i}\n" for i in range(30))
+    new = old.replace("line 3\n", "line three\n").replace("line 20\n", "")
+    new = new.replace("line 25\n", "line 25\nadded\n")
+    for near, last_new in ((2, "three"), (27, "added\n"), (None, "added\n")):
+        chain = edits_between(old, new, near)
+        assert len(chain) == 3
+        assert snapshots(new, chain)[0] == old
+        assert last_new in chain[-1].new
+    assert edits_between(old, old) == []
