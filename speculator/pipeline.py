@@ -49,6 +49,9 @@ import msgspec
 from .grounding import Grounding
 from .instructions import rename_pairs
 from .limits import Limits
+from .next_edit import core as next_edit
+from .next_edit.core import NextEditRequest, NextEditResult
+from .next_edit.proposal import TokenTrace
 from .outcome import StopReason
 from .postprocess import (
     CompletionStop,
@@ -114,6 +117,7 @@ class RewriteJob:
     renames: dict[str, str] = field(default_factory=dict)  # old -> new names asked for
     expected: str = ""  # text the output is expected to resemble (default: `code`)
     slot_kind: str = "refactor"  # the local KV slot it is kept in, beside the document's
+    trace: bool = False  # record each token's probability (a next edit's confidence)
 
     @property
     def expected_text(self) -> str:
@@ -144,6 +148,10 @@ class Generated:
     per_drafter: dict[str, tuple[int, int]] = field(default_factory=dict)  # (drafted, accepted)
     record: bool = True  # counted in the totals (an alternative after the first is not)
     why_unfinished: str = ""  # a rewrite that did not end: the error the user sees
+    # Where a RewriteJob asked for a trace and the generator has one: each token's
+    # end in `text` (characters) and the model's probability of it.
+    token_ends: list[int] = field(default_factory=list)
+    token_probs: list[float] = field(default_factory=list)
 
     @property
     def timed_out(self) -> bool:
@@ -227,6 +235,41 @@ def prepare_refactor(request: RefactorRequest, started: float) -> RewriteJob:
         Limits.none(started),
         renames=rename_pairs(request.instruction, selection),
     )
+
+
+def prepare_next_edit(
+    request: NextEditRequest, started: float
+) -> tuple[next_edit.Plan, RewriteJob] | None:
+    """The window, prompt and draft of a next edit (speculator/next_edit/), as a
+    rewrite of the window that drafts from the draft; None: no recent edit."""
+    plan = next_edit.prepare(request)
+    if plan is None:
+        return None
+    window, prompt = plan.window, plan.prompt
+    rewrite = RefactorRequest(
+        text=request.text,
+        start=window.start,
+        end=window.end,
+        instruction="next edit",
+        language_id=request.language_id,
+        path=request.path,
+        max_tokens=plan.job.max_tokens,
+        speculation=request.speculation,
+    )
+    job = RewriteJob(
+        rewrite,
+        window.text,
+        window.text,
+        "",
+        prompt.text,
+        prompt.stop_text,
+        prompt.stop,
+        Limits.none(started),
+        expected=plan.job.draft,
+        slot_kind="next-edit",
+        trace=True,
+    )
+    return plan, job
 
 
 def _context(
@@ -349,6 +392,25 @@ class Pipeline(Generic[P]):
         generated = self.generator.run_rewrite(job, cancel)
         new_text = finish_rewrite(job, generated)
         return new_text, self.record_stats(generated)
+
+    def next_edit(
+        self, request: NextEditRequest, cancel: CancelToken | None = None
+    ) -> NextEditResult:
+        """The edit that most likely follows the recent ones, or none."""
+        prepared = prepare_next_edit(request, time.perf_counter())
+        if prepared is None:
+            return NextEditResult([], Stats(speculation=request.speculation), reason="no edit")
+        plan, job = prepared
+        generated = self.generator.run_rewrite(job, cancel)
+        stats = self.record_stats(generated)
+        trace = (
+            TokenTrace(generated.token_ends, generated.token_probs)
+            if generated.token_probs
+            else None
+        )
+        finished = generated.stop is StopReason.END
+        rewrite = next_edit.Rewrite(generated.text, trace, finished, stats)
+        return next_edit.finish(plan, rewrite, request.min_confidence)
 
     def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
         """Evaluate the request's prompt into the generator's cache (no generation)."""

@@ -287,18 +287,25 @@ class LocalGenerator:
         self.slots.enter((job.slot_kind, request.path or ""), [tokens])
         sync, logits = self.session.sync([tokens], cancel=cancel)
         budget = refactor_budget(request.max_tokens, expected_tokens)
+        # A text the output should resemble, other than the selection in the prompt
+        # (a next edit's draft), is where lookup drafts come from.
+        corpus = [self.target.tokenize(job.expected)] if job.expected else []
         outcome = self._decode(
             logits,
             request,
             "refactor",
-            [],
+            corpus,
             job.stop,
             cancel,
             max_tokens=budget,
             expected_tokens=expected_tokens,
             renames=job.renames,
+            record_probs=job.trace,
         )
         generated = self._generated(sync, outcome, request.speculation, job.limits.started)
+        if job.trace:
+            generated.token_ends = token_ends(outcome.tokens, self.target.token_bytes)
+            generated.token_probs = list(outcome.token_probs)
         if not outcome.finished:
             generated.why_unfinished = unfinished_refactor(outcome, budget, expected_tokens)
         return generated
@@ -318,6 +325,7 @@ class LocalGenerator:
         max_ms: float = 0.0,
         renames: dict[str, str] | None = None,
         deadline_ms: float = 0.0,
+        record_probs: bool = False,
     ) -> DecodeOutcome:
         prompt = list(self.session.cells)
         speculation = request.speculation
@@ -335,6 +343,7 @@ class LocalGenerator:
             max_ms=max_ms,
             allowance=allowance_for(kind),
             deadline_ms=deadline_ms,
+            record_probs=record_probs,
         )
         try:
             outcome = decoder.run(
@@ -412,6 +421,16 @@ class LocalGenerator:
             dict(outcome.per_drafter),
             record,
         )
+
+
+def token_ends(tokens: list[int], token_bytes: Callable[[int], bytes]) -> list[int]:
+    """Where each token ends in the decoded text, in characters (a character split
+    over tokens counts at the token that completes it)."""
+    ends, data = [], b""
+    for token in tokens:
+        data += token_bytes(token)
+        ends.append(len(data.decode("utf-8", errors="ignore")))
+    return ends
 
 
 def slot_name(request: CompletionRequest) -> str:

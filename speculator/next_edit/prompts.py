@@ -57,6 +57,7 @@ class PromptInput:
 class Prompt:
     text: str  # special tokens written as text, tokenized as special tokens
     stop: Callable[[str], int | None]  # where the answer ends (StopRule)
+    stop_text: str  # what ends it, for servers that stop at a string
 
     def rewritten(self, answer: str, window: Window) -> str:
         """The window as the answer rewrites it: the cursor marker taken out, and
@@ -111,7 +112,7 @@ def _qwen(given: PromptInput) -> Prompt:
         f"<|im_start|>user\n{user}<|im_end|>\n"
         f"<|im_start|>assistant\n{fence}{lang}\n"
     )
-    return Prompt(text, fence_stop(fence))
+    return Prompt(text, fence_stop(fence), fence)
 
 
 def _zeta2(given: PromptInput) -> Prompt:
@@ -127,7 +128,7 @@ def _zeta2(given: PromptInput) -> Prompt:
         f"<|fim_suffix|>\n{_ending_newline(below) if below else ''}"
         "<|fim_middle|>updated\n"
     )
-    return Prompt(prompt, _marker_stop(("<|file_sep|>", "<|fim_")))
+    return Prompt(prompt, _marker_stop(("<|file_sep|>", "<|fim_")), "<|file_sep|>")
 
 
 def _sweep(given: PromptInput) -> Prompt:
@@ -139,7 +140,7 @@ def _sweep(given: PromptInput) -> Prompt:
     parts.append(f"<|file_sep|>original/{path}\n{_ending_newline(given.original_window)}")
     parts.append(f"<|file_sep|>current/{path}\n{_ending_newline(given.window.text)}")
     parts.append(f"<|file_sep|>updated/{path}\n")
-    return Prompt("".join(parts), _marker_stop(("<|file_sep|>",)))
+    return Prompt("".join(parts), _marker_stop(("<|file_sep|>",)), "<|file_sep|>")
 
 
 def _block(lines: list[str]) -> str:

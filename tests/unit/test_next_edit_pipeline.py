@@ -1,0 +1,72 @@
+"""A next edit through the pipeline and the local generator, on a scripted model
+that writes the window with the rename carried on: the same edit with and without
+speculation, drafted from the draft under `auto`, with the model's probabilities."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from scripted_model import VOCAB, scripted_generator
+
+from speculator.edits import EditHistory
+from speculator.next_edit.core import NextEditRequest, prepare
+from speculator.pipeline import Pipeline, prepare_next_edit
+
+CODE = "".join(f"value_{i} = compute({i})\n" for i in range(12)) + (
+    "def register(plugin):\n"
+    "    for name in dir(plugin):\n"
+    "        opts = parse(plugin, name)\n"
+    "        method = getattr(plugin, name)\n"
+)
+# The scripted model's choice has logit 10 against 0 for the other tokens.
+PROBABILITY = math.exp(10) / (math.exp(10) + VOCAB - 1)
+
+
+def request(speculation: str) -> NextEditRequest:
+    history = EditHistory()
+    at = CODE.index("getattr(plugin, name)") + len("getattr(plugin, ")
+    history.record("u", at, "name", "attr_name")
+    text = CODE[:at] + "attr_name" + CODE[at + 4 :]
+    return NextEditRequest(
+        text=text,
+        cursor=at + len("attr_name"),
+        edits=history.edits("u"),
+        path="/p.py",
+        speculation=speculation,  # type: ignore[arg-type]
+    )
+
+
+def test_prepare_next_edit_is_a_traced_rewrite_of_the_window_drafting_from_the_draft() -> None:
+    prepared = prepare_next_edit(request("auto"), 0.0)
+    assert prepared is not None
+    plan, job = prepared
+    assert (
+        job.selection == plan.window.text == job.request.text[job.request.start : job.request.end]
+    )
+    assert job.expected == plan.job.draft and "for attr_name in" in job.expected
+    assert job.trace and job.slot_kind == "next-edit" and job.fence == "```"
+
+
+@pytest.mark.parametrize("speculation", ["off", "lookup", "auto"])
+def test_the_local_generator_proposes_the_scripted_edit(speculation: str) -> None:
+    plan = prepare(request(speculation))
+    assert plan is not None
+    generator, _ = scripted_generator(plan.job.draft + "```\n")
+    result = Pipeline(generator).next_edit(request(speculation))
+    (edit,) = result.edits
+    text = request(speculation).text
+    proposed = text[: edit.start] + edit.new_text + text[edit.end :]
+    assert proposed == CODE.replace("name", "attr_name")
+    assert result.confidence == pytest.approx(PROBABILITY, rel=1e-4)
+    if speculation == "lookup":
+        assert result.stats.accepted_tokens > 100  # verified in batches from the draft
+    if speculation == "off":
+        assert result.stats.drafted_tokens == 0
+
+
+def test_a_rewrite_the_model_did_not_finish_proposes_nothing() -> None:
+    plan = prepare(request("off"))
+    assert plan is not None
+    generator, _ = scripted_generator(plan.job.draft + "x" * 2000)
+    assert Pipeline(generator).next_edit(request("off")).edits == []
