@@ -5,6 +5,7 @@ person reads: how long each took, the speedup, and whether the text is the same.
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 
 import msgspec
@@ -28,6 +29,7 @@ def perimeter_of_rectangle(width: float, height: float) -> float:
 """
 INSTRUCTION = "Rename `side` to `length` everywhere."
 MODES: tuple[Speculation, Speculation] = ("off", "auto")
+PREVIEW_LINES = 8
 
 
 @dataclass
@@ -82,15 +84,16 @@ def summary(outcomes: list[Outcome]) -> str:
     """What it did and what it measured, in a few lines."""
     lines = [
         f"groundspec demo: a completion and a refactor of a {DEMO_SOURCE.count(chr(10))}-line "
-        "Python file, each written plainly (off) and with grounded speculation (auto).",
+        "Python file,",
+        "each written plainly (off) and with grounded speculation (auto).",
         "",
     ]
     for outcome in outcomes:
         lines += _describe(outcome) + [""]
-    lines.append(
-        "Speed counts generated tokens per second; the prompt, evaluated once and reused, "
-        "is left out. Same text: auto's output equals off's, token for token."
-    )
+    lines += [
+        "Speed is generated tokens per second (the prompt is evaluated once and reused).",
+        "Same text: auto wrote exactly what off wrote, token for token.",
+    ]
     return "\n".join(lines)
 
 
@@ -100,10 +103,13 @@ def _describe(outcome: Outcome) -> list[str]:
         head = "Completion at the end of the file:"
     else:
         head = f"Refactor of the whole file: {INSTRUCTION}"
-    shown = outcome.texts["auto"].rstrip("\n").splitlines() or [""]
-    preview = [f"    | {line}" for line in shown[:6]]
-    if len(shown) > 6:
-        preview.append(f"    | ... ({len(shown) - 6} more lines)")
+    if outcome.job == "completion":
+        shown = [f"    | {line}" for line in outcome.texts["auto"].rstrip("\n").splitlines()]
+    else:
+        shown = _changed_lines(DEMO_SOURCE, outcome.texts["auto"])
+    preview = shown[:PREVIEW_LINES]
+    if len(shown) > PREVIEW_LINES:
+        preview.append(f"    ... ({len(shown) - PREVIEW_LINES} more lines)")
     same = "same text" if outcome.identical else "the text differs (a near-tie: docs/exactness.md)"
     return [
         head,
@@ -115,6 +121,12 @@ def _describe(outcome: Outcome) -> list[str]:
         f"({auto.accepted_tokens} of {auto.drafted_tokens} drafted tokens accepted)",
         f"  {outcome.speedup:.2f}x faster, {same}",
     ]
+
+
+def _changed_lines(before: str, after: str) -> list[str]:
+    """The lines a rewrite removed (-) and added (+)."""
+    diff = difflib.ndiff(before.splitlines(), after.splitlines())
+    return [f"    {line.rstrip()}" for line in diff if line.startswith(("- ", "+ "))]
 
 
 def as_json(outcomes: list[Outcome]) -> str:
