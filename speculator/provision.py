@@ -169,4 +169,3 @@ def resolve(spec: ModelSpec) -> Path:
         return path
     log.info("assembling the %s model into %s", spec.role, path)
     return fetch(spec)
-
