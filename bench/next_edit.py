@@ -1,0 +1,273 @@
+"""Next-edit benchmark: shared/nes tasks played through `groundspec/nextEdit` on
+`groundspec serve` (stdio, the real models), exactly as shared/nes/README.md says:
+didOpen with `original`, didChange with `change`, nextEdit at `cursor`, the edits
+applied to `after_change` and compared with `expected` line by line (trailing
+whitespace removed).
+
+    python -m bench.next_edit [--tasks FILE] [--limit N] [--modes off,auto]
+                              [--sweep] [--output FILE]
+
+Each task is asked once per mode, one mode right after the other, so `off` and
+`auto` see the same machine. Reports, per mode: recall (edit tasks proposed
+exactly right), precision (right proposals among all), quiet rate (no-op tasks
+with no proposal), latency p50/p95 (request to answer); and across modes: the
+rewrite's decode speedup of `auto` over `off` (median of per-task decode time
+ratios) and identity (tasks where both proposed the same edits).
+
+--sweep asks the server for every proposal (nextEditMinConfidence 0), reads each
+one's confidence from the server's log and reports the figures the server would
+give at each bar: the bar is the most confident candidate's, so this is exact.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lsp_server.convert import LineIndex
+from speculator.next_edit.proposal import MIN_CONFIDENCE
+
+from .cold import Server
+
+DEV_TASKS = Path(__file__).resolve().parents[2] / "shared" / "nes" / "dev.jsonl"
+BARS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+CONFIDENCE = re.compile(r"next edit proposed, confidence ([0-9.]+)")
+
+
+@dataclass
+class Answer:
+    edits: list[dict[str, Any]]
+    stats: dict[str, Any]
+    ms: float
+    right: bool
+    confidence: float | None = None
+
+
+@dataclass
+class Played:
+    task_id: str
+    kind: str
+    answers: dict[str, Answer] = field(default_factory=dict)
+
+
+def load_tasks(path: Path, limit: int | None) -> list[dict[str, Any]]:
+    tasks = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return tasks[:limit] if limit else tasks
+
+
+def applied(text: str, edits: list[dict[str, Any]]) -> str:
+    """`edits` (LSP ranges into `text`, UTF-16) applied, the last first."""
+    index = LineIndex(text)
+    spans = []
+    for edit in edits:
+        start, end = index.offsets(_range(edit["range"]))
+        spans.append((start, end, edit["newText"]))
+    for start, end, new in sorted(spans, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def _range(data: dict[str, Any]) -> Any:
+    from lsprotocol import types
+
+    def pos(p: dict[str, int]) -> types.Position:
+        return types.Position(line=p["line"], character=p["character"])
+
+    return types.Range(start=pos(data["start"]), end=pos(data["end"]))
+
+
+def same_lines(a: str, b: str) -> bool:
+    return [line.rstrip() for line in a.split("\n")] == [line.rstrip() for line in b.split("\n")]
+
+
+def play(server: Server, task: dict[str, Any], modes: list[str], sweep: bool) -> Played:
+    uri = (Path(tempfile.gettempdir()) / "groundspec-nes" / task["id"].replace(":", "_")).as_uri()
+    item = {"uri": uri, "languageId": "python", "version": 1, "text": task["original"]}
+    server.notify("textDocument/didOpen", {"textDocument": item})
+    change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [task["change"]]}
+    server.notify("textDocument/didChange", change)
+    played = Played(task["id"], task["kind"])
+    for mode in modes:
+        _drain(server)
+        params = {"textDocument": {"uri": uri}, "position": task["cursor"], "speculation": mode}
+        started = time.perf_counter()
+        result = server.call("groundspec/nextEdit", params, timeout=600)
+        ms = (time.perf_counter() - started) * 1000
+        edits = result["edits"]
+        right = bool(edits) and same_lines(applied(task["after_change"], edits), task["expected"])
+        answer = Answer(edits, result["stats"], ms, right)
+        if sweep and edits:
+            answer.confidence = _confidence(server)
+        played.answers[mode] = answer
+    server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
+    return played
+
+
+def _drain(server: Server) -> None:
+    while not server.log.empty():
+        server.log.get_nowait()
+
+
+def _confidence(server: Server) -> float | None:
+    deadline = time.monotonic() + 2.0
+    while time.monotonic() < deadline:
+        try:
+            line = server.log.get(timeout=0.1)
+        except Exception:
+            continue
+        if (match := CONFIDENCE.search(line)) is not None:
+            return float(match.group(1))
+    return None
+
+
+def figures(runs: list[Played], mode: str, bar: float = 0.0) -> dict[str, float]:
+    """Recall, precision, quiet rate and latency of one mode, with proposals under
+    `bar` (known only with --sweep) taken as no proposal."""
+
+    def proposed(a: Answer) -> bool:
+        return bool(a.edits) and (a.confidence is None or a.confidence >= bar)
+
+    answers = [(p.kind, p.answers[mode]) for p in runs if mode in p.answers]
+    edit_tasks = [a for kind, a in answers if kind == "edit"]
+    noop_tasks = [a for kind, a in answers if kind == "noop"]
+    proposals = [a for _, a in answers if proposed(a)]
+    right = [a for a in edit_tasks if proposed(a) and a.right]
+    latencies = sorted(a.ms for _, a in answers)
+    return {
+        "recall": len(right) / max(1, len(edit_tasks)),
+        "precision": len(right) / max(1, len(proposals)),
+        "quiet": sum(not proposed(a) for a in noop_tasks) / max(1, len(noop_tasks)),
+        "proposals": len(proposals),
+        "right": len(right),
+        "p50_ms": _percentile(latencies, 0.5),
+        "p95_ms": _percentile(latencies, 0.95),
+    }
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
+
+
+def compare(runs: list[Played], base: str = "off", fast: str = "auto") -> dict[str, float]:
+    """Decode speedup of `fast` over `base` (median of per-task ratios) and identity."""
+    pairs = [(p.answers[base], p.answers[fast]) for p in runs if {base, fast} <= set(p.answers)]
+    ratios = [
+        b.stats["decodeMs"] / f.stats["decodeMs"]
+        for b, f in pairs
+        if b.stats["decodeMs"] > 0 and f.stats["decodeMs"] > 0
+    ]
+    same = sum(b.edits == f.edits for b, f in pairs)
+    return {
+        "speedup_median": statistics.median(ratios) if ratios else 0.0,
+        "speedup_total": sum(b.stats["decodeMs"] for b, _ in pairs)
+        / max(1e-9, sum(f.stats["decodeMs"] for _, f in pairs)),
+        "identical": same,
+        "tasks": len(pairs),
+    }
+
+
+def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> list[str]:
+    edit = sum(p.kind == "edit" for p in runs)
+    lines = [f"{len(runs)} tasks ({edit} edit, {len(runs) - edit} no-op)"]
+    lines.append("| mode | recall | precision | quiet on no-op | proposals | p50 | p95 |")
+    lines.append("|---|---|---|---|---|---|---|")
+    for mode in modes:
+        f = figures(runs, mode, bar if sweep else 0.0)
+        lines.append(
+            f"| {mode} | {f['recall']:.0%} ({f['right']:.0f}) | {f['precision']:.0%} | "
+            f"{f['quiet']:.0%} | {f['proposals']:.0f} | {f['p50_ms'] / 1000:.1f} s | "
+            f"{f['p95_ms'] / 1000:.1f} s |"
+        )
+    if {"off", "auto"} <= set(modes):
+        c = compare(runs)
+        lines.append(
+            f"decode speedup auto/off: median {c['speedup_median']:.2f}x, "
+            f"total {c['speedup_total']:.2f}x; same edits on {c['identical']:.0f} of "
+            f"{c['tasks']:.0f} tasks"
+        )
+    if sweep:
+        mode = modes[-1]
+        lines.append(f"confidence bar sweep ({mode}): bar: recall / precision / quiet")
+        for b in BARS:
+            f = figures(runs, mode, b)
+            lines.append(f"  {b:.1f}: {f['recall']:.0%} / {f['precision']:.0%} / {f['quiet']:.0%}")
+    return lines
+
+
+def start(sweep: bool, min_confidence: float) -> Server:
+    env = dict(os.environ, GROUNDSPEC_LOG_LEVEL="INFO")
+    server = Server(env)
+    options = {
+        "cacheEntries": 0,
+        "idleWarmMs": 0,
+        "workspaceIndex": False,
+        "nextEditMinConfidence": 0.0 if sweep else min_confidence,
+    }
+    server.call(
+        "initialize",
+        {"processId": os.getpid(), "capabilities": {}, "initializationOptions": options},
+    )
+    server.notify("initialized", {})
+    deadline = time.monotonic() + 300
+    while server.call("groundspec/stats", {})["server"]["engineState"] != "ready":
+        if time.monotonic() > deadline:
+            raise RuntimeError("the models did not load")
+        time.sleep(0.5)
+    return server
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tasks", type=Path, default=DEV_TASKS)
+    parser.add_argument("--limit", type=int)
+    parser.add_argument("--ids", help="comma-separated task indexes to play")
+    parser.add_argument("--modes", default="off,auto")
+    parser.add_argument("--sweep", action="store_true", help="report every confidence bar")
+    parser.add_argument("--min-confidence", type=float, default=MIN_CONFIDENCE)
+    parser.add_argument("--output", type=Path, help="the report, as Markdown")
+    parser.add_argument("--save", type=Path, help="every answer, as JSON lines")
+    args = parser.parse_args()
+    tasks = load_tasks(args.tasks, args.limit)
+    if args.ids:
+        tasks = [tasks[int(i)] for i in args.ids.split(",")]
+    modes = args.modes.split(",")
+    server = start(args.sweep, args.min_confidence)
+    runs: list[Played] = []
+    try:
+        for task in tasks:
+            runs.append(play(server, task, modes, args.sweep))
+            a = runs[-1].answers[modes[-1]]
+            print(
+                f"{task['kind']:5} {'RIGHT' if a.right else ('wrong' if a.edits else '-'):5} "
+                f"{a.ms / 1000:5.1f} s conf={a.confidence} {task['id']}",
+                flush=True,
+            )
+    finally:
+        server.call("shutdown", None)
+        server.notify("exit", None)
+        server.proc.wait(30)
+    head = f"bench.next_edit, {time.ctime()}, load average {os.getloadavg()[0]:.1f}"
+    out = [head, *report(runs, modes, args.sweep, args.min_confidence)]
+    print("\n".join(out))
+    if args.output:
+        args.output.write_text("\n".join(out) + "\n")
+    if args.save:
+        with args.save.open("w") as fh:
+            for p in runs:
+                for mode, a in p.answers.items():
+                    row = {"id": p.task_id, "kind": p.kind, "mode": mode, **a.__dict__}
+                    fh.write(json.dumps(row) + "\n")
+
+
+if __name__ == "__main__":
+    main()
