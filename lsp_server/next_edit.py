@@ -13,6 +13,7 @@ from a file and its git history (lsp_server/cli_next_edit.py).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -56,8 +57,12 @@ async def next_edit(service: CompletionService, params: Any) -> dict[str, Any]:
 
 
 async def copilot_inline_edit(service: CompletionService, params: Any) -> dict[str, Any]:
-    """`textDocument/copilotInlineEdit`: Copilot's shape, from the same code."""
-    src, result = await _run(service, params)
+    """`textDocument/copilotInlineEdit`: Copilot's shape, from the same code.
+
+    Clients send it on their own as the user types, so it waits for a pause
+    (options.nextEditDebounceMs) and answers nothing if the document changed
+    meanwhile; `groundspec/nextEdit` is an explicit ask and runs at once."""
+    src, result = await _run(service, params, debounce=True)
     edits = []
     for edit in result.edits:
         edits.append(
@@ -90,7 +95,9 @@ def run_on_engine(engine: Engine, request: NextEditRequest, token: CancelToken) 
     return result
 
 
-async def _run(service: CompletionService, params: Any) -> tuple[rq.Resolved, NextEditResult]:
+async def _run(
+    service: CompletionService, params: Any, debounce: bool = False
+) -> tuple[rq.Resolved, NextEditResult]:
     req: NextEditParams = rq.parse(params, NextEditParams)
     src = service.source(req.text_document.uri)
     cursor = rq.offset(src.index, req.position.lsp())
@@ -98,6 +105,10 @@ async def _run(service: CompletionService, params: Any) -> tuple[rq.Resolved, Ne
     speculation = req.speculation or options.speculation
     if not options.next_edit:
         return src, NextEditResult([], Stats(speculation=speculation), reason="next edits are off")
+    if debounce and options.next_edit_debounce_ms:
+        await asyncio.sleep(options.next_edit_debounce_ms / 1000)
+        if service.source(req.text_document.uri).version != src.version:
+            return src, NextEditResult([], Stats(speculation=speculation), reason="typing on")
     request = request_for(service.documents, src, cursor, speculation, options)
     token = CancelToken()
     result = await service.run_engine(lambda e: run_on_engine(e, request, token), token)

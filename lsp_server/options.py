@@ -136,6 +136,15 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
             "for those next-edit models' GGUFs (docs/next-edit.md)."
         ),
     ] = "qwen"
+    next_edit_debounce_ms: Annotated[
+        int,
+        _help(
+            "textDocument/copilotInlineEdit (sent by clients as the user types) waits for "
+            "this pause in typing; groundspec/nextEdit (an explicit ask) runs at once.",
+            ge=0,
+            le=5000,
+        ),
+    ] = 300
     next_edit_min_confidence: Annotated[
         float,
         _help(

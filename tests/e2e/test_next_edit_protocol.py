@@ -111,3 +111,15 @@ def test_bad_input_gets_a_clear_error(server: RawServer) -> None:
     far = dict(cursor, line=999)
     out = server.call("groundspec/nextEdit", {"textDocument": {"uri": URI}, "position": far})
     assert "out of range" in out["error"]["message"]
+
+
+def test_an_automatic_request_typed_over_answers_nothing(server: RawServer) -> None:
+    cursor = open_and_rename(server)
+    params = {"textDocument": {"uri": URI, "version": 2}, "position": cursor}
+    msg_id = server.request("textDocument/copilotInlineEdit", params)
+    typed = {"range": {"start": cursor, "end": cursor}, "text": "x"}
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": URI, "version": 3}, "contentChanges": [typed]},
+    )
+    assert server.answer(msg_id)["result"] == {"edits": []}
