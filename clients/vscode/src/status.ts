@@ -38,6 +38,8 @@ export class ServerStatus {
   private readonly activities = new Map<string | number, Activity>();
   private inflight = 0;
   private stats: ServerStats | undefined;
+  /** The active editor's language when its suggestions are off or manual-only. */
+  private blocked: { language: string; why: "disabled" | "manual" } | undefined;
 
   /** A `$/progress` notification for `token`; the load token drives the phase. */
   progress(token: string | number, value: ProgressValue): void {
@@ -83,6 +85,11 @@ export class ServerStatus {
     this.phase = "stopped";
     this.activities.clear();
     this.inflight = 0;
+  }
+
+  /** The active editor: suggestions off ("disabled"), only on request ("manual"), or on (null). */
+  editor(language: string | undefined, why: "disabled" | "manual" | null): void {
+    this.blocked = language !== undefined && why !== null ? { language, why } : undefined;
   }
 
   /** A completion request was sent (true) or answered (false). */
@@ -132,6 +139,12 @@ export class ServerStatus {
 
   private readyView(): StatusView {
     const stats = this.stats ? formatStats(this.stats) : "no requests yet";
+    if (this.blocked?.why === "disabled") {
+      return {
+        text: "$(circle-slash) groundspec",
+        tooltip: `groundspec: inline suggestions are off for ${this.blocked.language} (groundspec.enable)\n${stats}`,
+      };
+    }
     const activity = [...this.activities.values()].at(-1);
     if (activity) {
       return { text: "$(loading~spin) groundspec", tooltip: `groundspec: ${describeActivity(activity)}\n${stats}` };
@@ -139,9 +152,12 @@ export class ServerStatus {
     if (this.inflight > 0) {
       return { text: "$(loading~spin) groundspec: generating", tooltip: `groundspec: generating a suggestion\n${stats}` };
     }
+    const manual = this.blocked?.why === "manual";
     return {
       text: this.stats ? statusText(this.stats) : "$(zap) groundspec",
-      tooltip: `groundspec: ready\n${stats}`,
+      tooltip: manual
+        ? `groundspec: ready; suggestions for ${this.blocked?.language} only on request (groundspec: Trigger Inline Suggestion, Alt+\\)\n${stats}`
+        : `groundspec: ready\n${stats}`,
     };
   }
 }

@@ -2,10 +2,14 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 
 import {
+  DEFAULT_LANGUAGES,
   DEFAULT_SETTINGS,
+  documentSelector,
   needsRestart,
   readSettings,
+  servesLanguage,
   serverCommand,
+  suggestionBlock,
   toInitializationOptions,
 } from "../settings";
 
@@ -88,4 +92,36 @@ test("only server or model changes need a restart; the rest is sent to the runni
   assert.equal(needsRestart(base, { ...base, serverArgs: ["--fake"] }), true);
   assert.equal(needsRestart({ ...base, serverArgs: ["--fake"] }, { ...base, serverArgs: ["--fake"] }), false);
   assert.equal(needsRestart(base, { ...base, nGpuLayers: 0 }), true);
+  assert.equal(needsRestart(base, { ...base, languages: ["python"] }), true);
+});
+
+test("the languages served default to those the server has a grammar for, React included", () => {
+  assert.deepEqual(readSettings(from({})).languages, DEFAULT_LANGUAGES);
+  assert.ok(DEFAULT_LANGUAGES.includes("typescriptreact") && DEFAULT_LANGUAGES.includes("javascriptreact"));
+  assert.deepEqual(readSettings(from({ languages: [" lua ", "lua", "python"] })).languages, ["lua", "python"]);
+  for (const languages of [[], [" "], "python", [1]]) {
+    assert.deepEqual(readSettings(from({ languages })).languages, DEFAULT_LANGUAGES, JSON.stringify(languages));
+  }
+});
+
+test("the document selector names each language for saved and unsaved files; * names none", () => {
+  assert.deepEqual(documentSelector(["python", "lua"]), [
+    { scheme: "file", language: "python" },
+    { scheme: "untitled", language: "python" },
+    { scheme: "file", language: "lua" },
+    { scheme: "untitled", language: "lua" },
+  ]);
+  assert.deepEqual(documentSelector(["python", "*"]), [{ scheme: "file" }, { scheme: "untitled" }]);
+  assert.equal(servesLanguage(["python"], "python"), true);
+  assert.equal(servesLanguage(["python"], "markdown"), false);
+  assert.equal(servesLanguage(["*"], "markdown"), true);
+});
+
+test("enable off blocks every request; autoTrigger off blocks only automatic ones", () => {
+  assert.equal(suggestionBlock({ enable: undefined, autoTrigger: undefined }, false), null);
+  assert.equal(suggestionBlock({ enable: true, autoTrigger: true }, false), null);
+  assert.equal(suggestionBlock({ enable: false, autoTrigger: true }, false), "disabled");
+  assert.equal(suggestionBlock({ enable: false, autoTrigger: true }, true), "disabled");
+  assert.equal(suggestionBlock({ enable: true, autoTrigger: false }, false), "manual");
+  assert.equal(suggestionBlock({ enable: true, autoTrigger: false }, true), null);
 });

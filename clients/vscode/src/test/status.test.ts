@@ -89,3 +89,24 @@ test("a stopped server says so", () => {
   status.stopped();
   assert.match(status.view().text, /circle-slash/);
 });
+
+test("a language turned off shows the off icon and which setting did it", () => {
+  const status = new ServerStatus();
+  status.started();
+  status.statsArrived({ server: { engineState: "ready" } });
+  status.editor("markdown", "disabled");
+  assert.equal(status.view().text, "$(circle-slash) groundspec");
+  assert.match(status.view().tooltip, /off for markdown \(groundspec\.enable\)/);
+  status.editor("markdown", "manual");
+  assert.equal(status.view().text, "$(zap) 0.0 tok/s");
+  assert.match(status.view().tooltip, /only on request/);
+  status.editor("python", null);
+  assert.equal(status.view().tooltip.split("\n")[0], "groundspec: ready");
+});
+
+test("a failed load outranks a language turned off", () => {
+  const status = new ServerStatus();
+  status.editor("python", "disabled");
+  status.failed("no model");
+  assert.equal(status.view().text, "$(error) groundspec");
+});
