@@ -7,7 +7,7 @@ tokens (those groundspec's `off` run evaluated) go to every variant through
 `n_predict` set to the number of tokens `off` generated. Interleaved so, a host whose
 speed drifts over minutes moves both sides of a ratio alike: in separate passes
 minutes apart, llama-server's plain speed on one task moved by 26% between two runs
-(docs/benchmarks.md, "`off` against llama-server plain in one window"). Its decode
+(bench/archive/benchmarks.md, "`off` against llama-server plain in one window"). Its decode
 speed is `timings.predicted_per_second`: prompt evaluation is excluded, as it is from
 groundspec's decode tokens/s. The idle servers wait on their sockets and use no CPU.
 

@@ -4,7 +4,7 @@ The speculation gain is bounded by this curve: a draft of k tokens accepted
 in full yields k + 1 tokens for the cost of a (k + 1)-row batch. Times
 `Session.append` after a 1,000-token context (`--context`), best of 3 per row count, so run
 it on a quiet machine. `--model` times another GGUF (a requantized target, for
-example). Results and what they mean: docs/benchmarks.md.
+example). Results and what they mean: bench/archive/benchmarks.md.
 
     python -m bench.verify_cost [--model PATH] [--threads N] [--rows 1,8,16,64]
                                 [--context 1000]

@@ -15,7 +15,7 @@ import bisect
 import math
 
 # Verify cost (ms) by batch size for the default target on the 2-core machine,
-# measured with llama-cpp-python 0.3.36 (docs/bench-drafting.md). Only the
+# measured with llama-cpp-python 0.3.36 (bench/archive/bench-drafting.md). Only the
 # shape matters: observe_cost() rescales it to what this machine measures.
 # A batch of a multiple of 8 rows is cheaper than one row more or less (the
 # CPU matmul kernels work on 8-row tiles): 16 rows cost 221 ms, 15 rows 271.
@@ -30,7 +30,7 @@ DEFAULT_COST_MS = {1: 33.1, 2: 58.7, 3: 80.1, 4: 99.2, 8: 168.7, 9: 206.6, 16: 2
 # 36x); our build takes it from 32 rows (.ci/patches/ggml-fa-tiled-from-32-rows.patch).
 # Its rounding differs from the 1-row path about as often as the batches just
 # below it do (docs/exactness.md). Longer batches gain little more per row (128
-# rows: 53x) and lose more on a miss (docs/benchmarks.md, "64-row verify batches").
+# rows: 53x) and lose more on a miss (bench/archive/benchmarks.md, "64-row verify batches").
 DRAFT_SIZES = (1, 2, 3, 7, 15, 23, 31, 47, 63)
 # The verify curve on one CPU thread, as multiples of a 1-row step (`python -m
 # bench.verify_cost --threads 1 --context 500`, 2026-11-26; the same within 5%

@@ -138,9 +138,9 @@ class PromptLookupDrafter:
         Only a refactor learns whole-word renames (the renamed copy): a
         completion writes new code, where a learned rename rarely pays and its
         rebuild re-tokenizes the whole prompt, 5-47 ms on the 2-core machine,
-        more than a decode step (docs/benchmarks.md, "Completions learn no
+        more than a decode step (bench/archive/benchmarks.md, "Completions learn no
         renames"). Nor does it follow a re-wrapped line through plain tokens: its
-        extra drafts did not pay on the test split (docs/benchmarks.md, "a
+        extra drafts did not pay on the test split (bench/archive/benchmarks.md, "a
         re-wrapped line"). `renames`: the renames a refactor's instruction asks for."""
         learns = kind == "refactor"
         return cls(
@@ -229,7 +229,7 @@ class PromptLookupDrafter:
 
         Plain tokens that match it then build the run that makes a later draft
         "aligned", the one bucket whose drafts pay where a verify row costs
-        nearly a full step (one thread on a busy machine: docs/benchmarks.md).
+        nearly a full step (one thread on a busy machine: bench/archive/benchmarks.md).
         Without this, a drafter whose first drafts were all declined never had
         a place in the source to follow, and its drafts stayed declined."""
         if self._last_start != self.expected:

@@ -44,7 +44,7 @@ def load_engine(
     # lives as long as the process: keep it out of the collector's full scans.
     # Each request's lookup index allocates enough to trigger one every few
     # requests, and a scan of this heap paused decoding for 4-12 ms on the
-    # 2-core machine, a few GPU decode steps (docs/benchmarks.md, "Collector
+    # 2-core machine, a few GPU decode steps (bench/archive/benchmarks.md, "Collector
     # pauses").
     gc.freeze()
     return engine

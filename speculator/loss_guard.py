@@ -38,18 +38,18 @@ class LossGuard:
 
     # The most a request may lose, as a share of its plain time. Tuned on the dev
     # split with the replay simulator (bench/simulate.py): 0.05 gave refactors a
-    # median of 1.87x, 0.10 gave 2.00x (worst task 0.92x); docs/benchmarks.md.
+    # median of 1.87x, 0.10 gave 2.00x (worst task 0.92x); bench/archive/benchmarks.md.
     # With this build's curves 0.075 costs the dev refactors nothing (one thread:
     # median 2.267x both, mean 2.055x against 2.064x; two threads the same), and a
     # request that spends all of it reads 0.93x, not 0.91x, before a busy
     # machine's noise (one `off` run of three 10-30% slower than the others);
-    # docs/benchmarks.md, "A 7.5% loss share".
+    # bench/archive/benchmarks.md, "A 7.5% loss share".
     ALLOWANCE = 0.075
     # A completion's share is smaller. Its drafts rarely pay on a CPU (37 dev
     # completions: none drafted on 32 under load, on 34 quiet), while a loss of
     # the full 10% plus a noisy step reads below the 0.90x bound. Dev, under load:
     # worst task 0.88x with 0.10, 0.97x with 0.05; medians 1.00x either way, and
-    # quiet 1.005x against 1.003x (docs/benchmarks.md, "Completions lose half as much").
+    # quiet 1.005x against 1.003x (bench/archive/benchmarks.md, "Completions lose half as much").
     COMPLETION_ALLOWANCE = 0.05
     # ... of at least this many tokens, to try drafting at all: a refactor may risk
     # three quarters of a plain step before it has earned anything, a completion half. A

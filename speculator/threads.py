@@ -5,7 +5,7 @@ another process takes one of the cores, the thread there is descheduled and the
 others spin at the barrier until it runs again. On the 2-core machine, with one
 CPU-bound process beside it, a one-token step took a median 226 ms (worst 2.8 s)
 with 2 threads and 107 ms with 1; a 16-row batch 1,167 ms against 865 ms. On a
-quiet machine 2 threads are 1.8x faster (docs/benchmarks.md, "Threads under load").
+quiet machine 2 threads are 1.8x faster (bench/archive/benchmarks.md, "Threads under load").
 
 So before each step the engine looks at how much CPU time other processes used
 on the cores it may run on, over about the last second, and leaves those cores

@@ -8,7 +8,7 @@ kernels). Other CPUs differ a lot: on an Intel Xeon VM (AVX-512, AMX off) an
 declines drafts there that would pay, and it never learns better: it only
 times the batch sizes it runs. So a CPU build measures the curve once per
 machine, model, llama.cpp build and thread count, and keeps it on disk
-(docs/benchmarks.md, "Each CPU its own verify curve").
+(bench/archive/benchmarks.md, "Each CPU its own verify curve").
 
 Each batch is timed right after a 1-row step on the same context and priced as
 the ratio of the two, so a load that comes and goes between sizes does not
@@ -51,7 +51,7 @@ CONTEXT_TOKENS = 128
 # a 1-row step descheduled once (a step is 45 ms, a time slice about as long)
 # stored an EPYC thread's 32-row batch as 14.6 steps where it costs 19.1, and
 # drafts of 23 to 47 tokens, priced 25% low, were chosen under load where they
-# lose (docs/benchmarks.md, "A verify curve timed once").
+# lose (bench/archive/benchmarks.md, "A verify curve timed once").
 ROUNDS = 3
 # A ratio outside [1, SLACK * rows] is a timing gone wrong (a descheduled
 # step), not the machine: clamp it rather than price drafts by it.

@@ -281,7 +281,7 @@ def test_a_copy_after_added_text_is_drafted_though_the_added_text_lost(seed: int
     assert plain_ms / spec_ms > 1.25
 
 
-# Tonight's 2-core CPU curve (docs/benchmarks.md): a verify row costs most of a step.
+# Tonight's 2-core CPU curve (bench/archive/benchmarks.md): a verify row costs most of a step.
 CPU_CURVE: dict[int, float] = {
     1: 32,
     2: 66,
