@@ -218,7 +218,9 @@ function M.setup(opts)
     end,
   })
   for _, buf in ipairs(api.nvim_list_bufs()) do
-    if api.nvim_buf_is_loaded(buf) and vim.tbl_contains(M.config.filetypes, vim.bo[buf].filetype) then
+    if suggest.get_client(buf) then
+      setup_buffer(buf) -- attached before setup (vim.lsp.enable)
+    elseif api.nvim_buf_is_loaded(buf) and vim.tbl_contains(M.config.filetypes, vim.bo[buf].filetype) then
       M.attach(buf)
     end
   end

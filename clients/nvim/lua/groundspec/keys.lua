@@ -12,9 +12,10 @@ local function termcodes(keys)
   return api.nvim_replace_termcodes(keys, true, false, true)
 end
 
--- Keys run next, before anything still in the typeahead.
+-- Keys run next, before anything still in the typeahead, as if typed (undo,
+-- abbreviations, an unmapped <M-x> as <Esc>x).
 local function feed(keys, remap)
-  api.nvim_feedkeys(keys, (remap and "m" or "n") .. "i", false)
+  api.nvim_feedkeys(keys, (remap and "m" or "n") .. "it", false)
 end
 
 -- The insert-mode mapping of `lhs` in `buf` before ours (buffer-local first).
