@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from .options import load_startup_config
-from .server import run_server
+from .run import run_lsp
 from .startup import check_serve_flags
 
 
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         parser.error(str(exc))
     config = load_startup_config(args.config, fake=args.fake)
-    run_server(config, tcp=args.tcp, log_file=args.log_file)
+    run_lsp(config, tcp=args.tcp, log_file=args.log_file)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     from .options import load_startup_config
-    from .server import run_server
+    from .run import serve
 
     # Engine flags travel as the environment variables EngineConfig reads.
     for flag, env in ENGINE_FLAG_ENV:
@@ -59,11 +59,5 @@ def run_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     config = load_startup_config(args.config, fake=args.fake, use_draft=not args.no_draft)
-    if args.http:
-        from .http import run_http, run_with_lsp
-
-        if args.tcp or args.stdio:  # run_with_lsp ends the process
-            run_with_lsp(config, args.http, tcp=args.tcp, log_file=args.log_file)
-        return run_http(config, args.http, log_file=args.log_file)
-    run_server(config, tcp=args.tcp, log_file=args.log_file)
-    return 0
+    # Returns only when HTTP runs alone; with LSP it ends the process.
+    return serve(config, stdio=args.stdio, tcp=args.tcp, http=args.http, log_file=args.log_file)

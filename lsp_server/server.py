@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from importlib import metadata
-from typing import Any, NoReturn, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 from lsprotocol import types
@@ -33,11 +33,12 @@ from speculator.types import CancelToken
 from . import next_edit
 from . import requests as rq
 from .documents import DocumentError
-from .logs import setup_logging, traced
-from .options import ServerOptions, StartupConfig
+from .logs import traced
+from .lsp_progress import LoadProgress, WarmProgress
+from .options import StartupConfig
 from .protocol import GroundspecProtocol, MalformedResponse, make_converter
 from .service import CompletionService, load_fix, range_dict
-from .startup import ListenError, cannot_listen, parse_tcp, say_error
+from .startup import ListenError, cannot_listen, say_error
 
 log = logging.getLogger(__name__)
 
@@ -62,76 +63,6 @@ def _version() -> str:
         return metadata.version("groundspec")
     except metadata.PackageNotFoundError:
         return "0.0.0"
-
-
-class LoadProgress:
-    """Model loading shown as window/workDoneProgress (when the client supports it)."""
-
-    TOKEN = "groundspec/load"
-
-    def __init__(self, ls: GroundspecServer) -> None:
-        self.ls = ls
-        self.active = False
-        self.loop: asyncio.AbstractEventLoop | None = None
-
-    def begin(self) -> None:
-        self.loop = asyncio.get_running_loop()
-        if not self.ls.client_supports_progress():
-            return
-        progress = self.ls.work_done_progress
-        progress.create(self.TOKEN)
-        progress.begin(
-            self.TOKEN,
-            types.WorkDoneProgressBegin(title="groundspec", message="Loading models", percentage=0),
-        )
-        self.active = True
-
-    def update(self, message: str, percentage: int) -> None:
-        """Called by the loader on the worker thread: hop to the loop to send."""
-        if self.active and self.loop is not None:
-            self.loop.call_soon_threadsafe(self._report, message, percentage)
-
-    def _report(self, message: str, percentage: int) -> None:
-        if self.active:
-            value = types.WorkDoneProgressReport(message=message, percentage=percentage)
-            self.ls.work_done_progress.report(self.TOKEN, value)
-
-    def end(self, message: str) -> None:
-        if self.active:
-            self.active = False
-            self.ls.work_done_progress.end(self.TOKEN, types.WorkDoneProgressEnd(message=message))
-
-
-class WarmProgress:
-    """A warm-up long enough to notice, shown as $/progress (scheduler.WarmObserver).
-
-    Each warm-up gets its own token (groundspec/warm/N): a token is created
-    for one begin..end, and the next may start before the client answered."""
-
-    PREFIX = "groundspec/warm"
-
-    def __init__(self, ls: GroundspecServer) -> None:
-        self.ls = ls
-        self.count = 0
-        self.token: str | None = None
-
-    def warm_began(self) -> None:
-        if self.token is not None or not self.ls.client_supports_progress():
-            return
-        self.count += 1
-        self.token = f"{self.PREFIX}/{self.count}"
-        progress = self.ls.work_done_progress
-        progress.create(self.token)
-        begin = types.WorkDoneProgressBegin(title="groundspec", message="Warming the cache")
-        progress.begin(self.token, begin)
-
-    def warm_ended(self, cancelled: bool) -> None:
-        if self.token is None:
-            return
-        message = "Warm-up interrupted" if cancelled else "Cache warm"
-        self.ls.work_done_progress.end(self.token, types.WorkDoneProgressEnd(message=message))
-        self.ls.work_done_progress.tokens.pop(self.token, None)  # pygls never forgets them
-        self.token = None
 
 
 class GroundspecServer(LanguageServer):
@@ -567,38 +498,3 @@ def create_server(startup: StartupConfig) -> GroundspecServer:
     ls.command(ACCEPTED_COMMAND)(cmd_accepted)
     ls.command(STATS_COMMAND)(cmd_stats)
     return ls
-
-
-def run_server(
-    config: StartupConfig | None = None,
-    *,
-    tcp: str | None = None,
-    log_file: str | None = None,
-) -> None:
-    """Serve LSP on stdio (or TCP) until `exit`, then end the process.
-
-    Exits with 0 after shutdown + exit, 1 if the client went away without them
-    (the LSP rule). Does not return: the stdin reader thread cannot be joined.
-    """
-    setup_logging(log_file)
-    address = parse_tcp(tcp) if tcp else None
-    ls = create_server(config or StartupConfig(options=ServerOptions()))
-    try:
-        if address is not None:
-            log.info("listening on %s:%d", *address)
-            ls.start_tcp(*address)
-        else:
-            ls.start_io()
-    finally:
-        end_process(ls)
-
-
-def end_process(ls: GroundspecServer) -> NoReturn:
-    """Stop the service and end the process: 0 after shutdown + exit, 1 if the
-    client went away without them (the LSP rule). os._exit, because the stdin
-    reader thread cannot be joined."""
-    ls.service.shutdown()
-    code = 0 if ls.shutdown_requested else 1
-    log.info("exiting with %d", code)
-    logging.shutdown()
-    os._exit(code)

@@ -279,11 +279,26 @@ class CompletionService:
         if current != src.version:
             raise rq.ContentModified("the document changed during the refactor; not applied")
 
+    @property
+    def state(self) -> str:
+        """The engine's: "not started", "loading", "ready" or "failed"."""
+        return self.host.state
+
+    def ensure_loading(self) -> None:
+        """Start loading the models unless that began already (the HTTP door)."""
+        self.start()
+
+    async def call_engine(self, fn: Callable[[Engine], T], token: CancelToken) -> T:
+        """One engine call on the worker once the engine is loaded (waiting up to
+        loadWaitMs): the call every front door makes. Cancelling the awaiting
+        task fires `token`; errors are the engine's own."""
+        engine = await self.host.get(self.options.load_wait_ms / 1000)
+        return await self.scheduler.run(lambda: fn(engine), token)
+
     async def run_engine(self, fn: Callable[[Engine], T], token: CancelToken) -> T:
-        """One engine call on the worker, with load waiting and errors mapped."""
+        """call_engine with errors as the LSP handlers answer them."""
         try:
-            engine = await self.host.get(self.options.load_wait_ms / 1000)
-            return await self.scheduler.run(lambda: fn(engine), token)
+            return await self.call_engine(fn, token)
         except Cancelled:
             raise rq.RequestCancelled("groundspec: the request was cancelled") from None
         except (EngineUnavailable, EngineError) as exc:

@@ -39,6 +39,7 @@ counts it as it does a refactor, on either generator.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -282,12 +283,24 @@ def _context(
     def snippets() -> list[Snippet]:
         if not found:
             query = request.text[max(0, request.cursor - CONTEXT_QUERY_CHARS) : request.cursor]
-            found.append(
-                provider.related(request.path, query, CONTEXT_SNIPPETS) if provider else []
-            )
+            picked = ranked_extra(request.extra_context or [], query, CONTEXT_SNIPPETS)
+            if len(picked) < CONTEXT_SNIPPETS and provider is not None:
+                picked += provider.related(request.path, query, CONTEXT_SNIPPETS - len(picked))
+            found.append(picked)
         return found[0]
 
     return snippets
+
+
+def ranked_extra(snippets: list[Snippet], query: str, limit: int) -> list[Snippet]:
+    """The `limit` snippets sharing most words (3+ characters) with `query`, ties
+    to the later one, in rising order of shared words."""
+    words = set(re.findall(r"\w{3,}", query))
+    ranked = sorted(
+        enumerate(snippets),
+        key=lambda item: (len(words & set(re.findall(r"\w{3,}", item[1].text))), item[0]),
+    )
+    return [snippet for _, snippet in ranked[-limit:]] if limit > 0 else []
 
 
 # -- finish ----------------------------------------------------------------------------

@@ -119,6 +119,10 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     deadline_ms: float = 0.0
     # Called on the engine's thread as tokens are accepted (streaming).
     on_progress: Callable[[Progress], None] | None = None
+    # Context the caller sends with the request (HTTP's input_extra): the snippets
+    # sharing most words with the text before the cursor come first, then the
+    # workspace index's (speculator/pipeline.py).
+    extra_context: list[Snippet] | None = None
 
 
 class Progress(msgspec.Struct):

@@ -24,22 +24,16 @@ T = TypeVar("T")
 
 
 class StubGate:
-    """An engine owner whose state and engine the test sets."""
+    """An application service whose state and engine the test sets."""
 
     def __init__(self, state: str, engine: Engine | None = None) -> None:
         self.state = state
         self.engine = engine
-        self.slots: list[str] = []
-        self.extras: list[list[Snippet]] = []
 
     def ensure_loading(self) -> None:
         pass
 
-    async def run(
-        self, call: Callable[[Engine], T], token: CancelToken, *, slot: str, extra: list[Snippet]
-    ) -> T:
-        self.slots.append(slot)
-        self.extras.append(extra)
+    async def call_engine(self, call: Callable[[Engine], T], token: CancelToken) -> T:
         if self.engine is None:
             raise EngineUnavailable("groundspec: the models are still loading; try again")
         engine = self.engine
@@ -104,9 +98,9 @@ async def test_an_error_after_the_stream_started_is_an_error_event() -> None:
     ]
 
 
-async def test_input_extra_and_the_slot_reach_the_engine_gate() -> None:
-    gate = StubGate("ready", FakeEngine())
-    async for url in _serve(gate):
+async def test_input_extra_and_the_slot_travel_in_the_engine_request() -> None:
+    engine = FakeEngine()
+    async for url in _serve(StubGate("ready", engine)):
         async with aiohttp.ClientSession() as http:
             body = {
                 "input_prefix": "x = ",
@@ -117,8 +111,10 @@ async def test_input_extra_and_the_slot_reach_the_engine_gate() -> None:
                 assert response.status == 200
             async with http.post(url + "/infill", json={"input_prefix": "y"}) as response:
                 assert response.status == 200
-    assert gate.extras[0] == [Snippet(path="a.py", text="A = 1\n")]  # empty chunks dropped
-    assert gate.slots[0] == "slot:2" and gate.slots[1].startswith("peer:127.0.0.1")
+    first, second = engine.requests
+    assert first.extra_context == [Snippet(path="a.py", text="A = 1\n")]  # empty chunks dropped
+    assert second.extra_context is None
+    assert first.slot == "http slot:2 #1" and (second.slot or "").startswith("http peer:127.0.0.1")
 
 
 async def test_a_failed_load_makes_health_503(tmp_path: Any) -> None:

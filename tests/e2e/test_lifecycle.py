@@ -184,7 +184,7 @@ async def connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter
 
 
 def test_tcp_address_defaults_to_loopback() -> None:
-    from lsp_server.server import parse_tcp
+    from lsp_server.startup import parse_tcp
 
     assert parse_tcp("9000") == ("127.0.0.1", 9000)
     assert parse_tcp(":9000") == ("127.0.0.1", 9000)

@@ -240,3 +240,15 @@ def test_the_local_generator_refuses_a_rewrite_it_did_not_finish() -> None:
     )
     with pytest.raises(EngineError, match="the selection is unchanged"):
         Pipeline(generator).refactor(request)
+
+
+def test_context_sent_with_the_request_comes_first_then_the_workspace() -> None:
+    provider = CountingProvider()
+    extra = [Snippet(path="a.py", text="unrelated words"), Snippet(path="b.py", text="def volume")]
+    request = CompletionRequest(text=SOURCE, cursor=CURSOR, extra_context=extra)
+    context = prepare_completion(request, 0.0, provider).context()
+    assert [s.path for s in context] == ["a.py", "b.py", "other.py"]  # most shared words last
+    many = extra + [Snippet(path=f"{i}.py", text=f"return w{i}") for i in range(3)]
+    request = CompletionRequest(text=SOURCE, cursor=CURSOR, extra_context=many)
+    assert len(prepare_completion(request, 0.0, provider).context()) == 3
+    assert len(provider.queries) == 1  # three sent along: the workspace was not asked
