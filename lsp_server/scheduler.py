@@ -13,13 +13,14 @@ import asyncio
 import contextvars
 import logging
 import threading
-from collections import OrderedDict, deque
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from speculator.recent import remember
+from cachetools import LRUCache
+
 from speculator.types import (
     Cancelled,
     CancelToken,
@@ -206,11 +207,23 @@ class _CacheEntry:
 
 class CompletionCache:
     """Typed-ahead cache: if the user typed the start of the last suggestion, the
-    rest of it is still the answer (greedy decoding is deterministic)."""
+    rest of it is still the answer (greedy decoding is deterministic). The
+    least recently used documents' entries go first (cachetools.LRUCache)."""
 
     def __init__(self, max_entries: int) -> None:
-        self.max_entries = max_entries
-        self._entries: OrderedDict[str, _CacheEntry] = OrderedDict()
+        self._max = max_entries
+        self._entries: LRUCache[str, _CacheEntry] = LRUCache(max(1, max_entries))
+
+    @property
+    def max_entries(self) -> int:
+        return self._max
+
+    @max_entries.setter
+    def max_entries(self, value: int) -> None:
+        """A new size (the cacheEntries option) starts empty: the cache is a shortcut only."""
+        if value != self._max:
+            self._max = value
+            self._entries = LRUCache(max(1, value))
 
     def lookup(self, key: str, prefix: str, suffix: str) -> str | None:
         entry = self._entries.get(key)
@@ -219,13 +232,12 @@ class CompletionCache:
         typed = prefix[len(entry.prefix) :]
         if len(typed) >= len(entry.text) or not entry.text.startswith(typed):
             return None
-        self._entries.move_to_end(key)
         return entry.text[len(typed) :]
 
     def store(self, key: str, prefix: str, suffix: str, text: str) -> None:
-        if self.max_entries == 0 or not text:
+        if self._max == 0 or not text:
             return
-        remember(self._entries, key, _CacheEntry(prefix, suffix, text), self.max_entries)
+        self._entries[key] = _CacheEntry(prefix, suffix, text)
 
     def forget(self, key: str) -> None:
         self._entries.pop(key, None)

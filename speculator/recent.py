@@ -1,10 +1,9 @@
-"""Bounded most-recently-used maps: one eviction rule for every small memory.
+"""A bounded most-recently-used map whose order the caller reads.
 
-The remote backend's typing anchors and slot pins, the HTTP slot router, the
-typed-ahead cache and the workspace index's last answers all keep "the latest N
-of something" in an OrderedDict, oldest first. Each decides for itself what
-counts as use (a lookup that matches, a request that routes) and how it locks;
-this module holds only the shared rule for storing and forgetting."""
+The HTTP slot router (lsp_server/http_slots.py) keeps the latest documents of
+all clients and picks a client's most recent one by walking them in order,
+oldest first: cachetools' LRUCache bounds a map as well but does not expose its
+order, so this rule stays here. The other bounded maps are LRUCaches."""
 
 from __future__ import annotations
 

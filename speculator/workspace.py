@@ -18,22 +18,21 @@ import heapq
 import logging
 import math
 import os
-import re
 import stat
 import threading
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterator
 from typing import NamedTuple
 
 import msgspec
+import pathspec
+from cachetools import LRUCache
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from .chunks import Chunk, identifiers, split_lines
-from .recent import remember
 from .types import Snippet
 
 log = logging.getLogger(__name__)
@@ -46,6 +45,7 @@ SOURCE_EXTENSIONS = frozenset(
 SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
 MAX_TOP_WATCHES = 16  # inotify instances per index, beyond it one recursive watch
 STICKY = 1.25  # score bonus for chunks returned last time: keeps the prompt prefix stable
+MAX_LAST_ANSWERS = 64  # documents whose last related() answer is kept (STICKY)
 MAX_GITIGNORE_BYTES = 1 << 20  # read of a .gitignore: a huge one must not stall the scan
 
 
@@ -64,62 +64,17 @@ class IndexLimits(msgspec.Struct, frozen=True, kw_only=True):
 # ---------------------------------------------------------------- .gitignore
 
 
-class IgnoreRule(NamedTuple):
-    regex: re.Pattern[str]  # matches a path relative to the .gitignore's directory
-    negate: bool
-    dir_only: bool
+def gitignore_spec(text: str) -> pathspec.GitIgnoreSpec:
+    """The rules of one .gitignore, as git reads them (pathspec): globs, `dir/`,
+    `/anchored`, `**`, `!negation`, escapes."""
+    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
 
 
-def parse_gitignore(text: str) -> list[IgnoreRule]:
-    """Rules of one .gitignore: globs, `dir/`, `/anchored`, `**`, `!negation`."""
-    rules = []
-    for line in text.splitlines():
-        rule = _parse_rule(line.rstrip(" "))
-        if rule is not None:
-            rules.append(rule)
-    return rules
-
-
-def _parse_rule(line: str) -> IgnoreRule | None:
-    if not line or line.startswith("#"):
-        return None
-    negate = line.startswith("!")
-    line = line[1:] if negate else line
-    line = line[1:] if line.startswith("\\") else line  # \# and \! are literal
-    dir_only = line.endswith("/")
-    line = line.rstrip("/")
-    if not line:
-        return None
-    # A slash anywhere but the end anchors the pattern to the .gitignore's directory.
-    prefix = "" if "/" in line else "(?:.*/)?"
-    regex = re.compile(f"^{prefix}{_glob_to_regex(line.lstrip('/'))}$", re.DOTALL)
-    return IgnoreRule(regex, negate, dir_only)
-
-
-def _glob_to_regex(glob: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        elif glob[i] == "[" and (end := glob.find("]", i + 2)) > 0:
-            body = glob[i + 1 : end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
-            i = end + 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return "".join(out)
+def gitignore_verdict(spec: pathspec.GitIgnoreSpec, rel: str, is_dir: bool) -> bool | None:
+    """True: `rel` (relative to the .gitignore's directory, "/"-separated) is
+    excluded; False: re-included by a `!` rule; None: no rule names it."""
+    result = spec.check_file(rel + "/" if is_dir else rel)
+    return None if result.include is None else bool(result.include)
 
 
 # ---------------------------------------------------------------- the index
@@ -149,9 +104,9 @@ class WorkspaceIndex:
         self._total_tokens = 0
         self._next_id = 0
         # The last answer per path, as (path, start_line): survives re-indexing.
-        self._last: OrderedDict[str | None, list[tuple[str, int]]] = OrderedDict()
+        self._last: LRUCache[str | None, list[tuple[str, int]]] = LRUCache(MAX_LAST_ANSWERS)
         # Worker thread only.
-        self._rules: dict[str, list[IgnoreRule]] = {}  # directory -> its .gitignore
+        self._rules: dict[str, pathspec.GitIgnoreSpec] = {}  # directory -> its .gitignore
         self._observer: BaseObserver | None = None
         self._handler = _Handler(self)
         self._watches: dict[str, ObservedWatch] = {}  # top-level directory -> watch
@@ -275,7 +230,7 @@ class WorkspaceIndex:
         best = heapq.nsmallest(limit, scores, key=lambda c: (-scores[c], where(c)))
         # sorted() is stable: survivors by their old place, then new ones by score.
         chosen = sorted(best, key=lambda c: place.get(where(c), len(place)))
-        remember(self._last, own, [where(c) for c in chosen], 64)
+        self._last[own] = [where(c) for c in chosen]
         return chosen
 
     def _snippet(self, chunk: Chunk) -> Snippet:
@@ -401,7 +356,7 @@ class WorkspaceIndex:
         if text is None:
             self._rules.pop(directory, None)
         else:
-            self._rules[directory] = parse_gitignore(text)
+            self._rules[directory] = gitignore_spec(text)
 
     def _matches(self, path: str, is_dir: bool) -> bool:
         """Do the .gitignore rules of `path`'s ancestors exclude it? (last match wins)"""
@@ -416,9 +371,9 @@ class WorkspaceIndex:
         excluded = False
         for base in reversed(bases):
             rel = _relative(path, base).replace(os.sep, "/")
-            for rule in self._rules[base]:
-                if (is_dir or not rule.dir_only) and rule.regex.match(rel):
-                    excluded = not rule.negate
+            verdict = gitignore_verdict(self._rules[base], rel, is_dir)
+            if verdict is not None:
+                excluded = verdict
         return excluded
 
     def _ignored(self, path: str, is_dir: bool) -> bool:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+from cachetools import LRUCache
 
 from ..grounding import Grounding, similar_siblings
 from ..limits import Limits
@@ -22,7 +23,6 @@ from ..outcome import StopReason
 from ..pipeline import CompletionJob, Counts, Generated, Pipeline, RewriteJob, StopRule
 from ..postprocess import CompletionStop
 from ..prompt import SNIPPET_BUDGET_CHARS, FimPrompt, build_fim
-from ..recent import remember
 from ..types import (
     CancelToken,
     CompletionRequest,
@@ -92,7 +92,7 @@ class TypingAnchors:
     learned): a keystroke appends to the prompt and costs the server a few tokens."""
 
     def __init__(self) -> None:
-        self._anchors: OrderedDict[str, Anchor] = OrderedDict()
+        self._anchors: LRUCache[str, Anchor] = LRUCache(MAX_ANCHORS)
         self._lock = threading.Lock()
 
     def find(self, key: str, text: str, cursor: int) -> tuple[Anchor, str] | None:
@@ -105,7 +105,7 @@ class TypingAnchors:
 
     def set(self, key: str, anchor: Anchor) -> None:
         with self._lock:
-            remember(self._anchors, key, anchor, MAX_ANCHORS)
+            self._anchors[key] = anchor
 
 
 class Generation:
@@ -212,18 +212,15 @@ class SlotPins:
     sharing a server spread over its slots instead of all claiming slot 0."""
 
     def __init__(self) -> None:
-        self._slots: OrderedDict[str, int] = OrderedDict()
+        self._slots: LRUCache[str, int] = LRUCache(MAX_PINS)
 
     def get(self, key: str) -> int:
-        if key in self._slots:
-            self._slots.move_to_end(key)
-            return self._slots[key]
-        return -1  # llama-server: any slot
+        return self._slots.get(key, -1)  # -1, llama-server's: any slot
 
     def learn(self, key: str, slot: int | None) -> None:
         if slot is None or slot < 0:
             return
-        remember(self._slots, key, slot, MAX_PINS)
+        self._slots[key] = slot
 
 
 class RemoteEngine(Pipeline[CompletionContext]):

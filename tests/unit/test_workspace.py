@@ -16,7 +16,13 @@ import pytest
 from speculator import workspace
 from speculator.chunks import identifiers, split_lines
 from speculator.types import Snippet
-from speculator.workspace import MAX_TOP_WATCHES, IndexLimits, WorkspaceIndex, parse_gitignore
+from speculator.workspace import (
+    MAX_TOP_WATCHES,
+    IndexLimits,
+    WorkspaceIndex,
+    gitignore_spec,
+    gitignore_verdict,
+)
 
 
 def eventually(predicate: Callable[[], bool], timeout: float = 1.0) -> bool:
@@ -63,11 +69,7 @@ def watched(tmp_path: Path) -> Iterator[WorkspaceIndex]:
 
 
 def ignored(text: str, rel: str, is_dir: bool = False) -> bool:
-    result = False
-    for rule in parse_gitignore(text):
-        if (is_dir or not rule.dir_only) and rule.regex.match(rel):
-            result = not rule.negate
-    return result
+    return bool(gitignore_verdict(gitignore_spec(text), rel, is_dir))
 
 
 def test_gitignore_patterns() -> None:
@@ -151,7 +153,7 @@ def test_caps_bound_files_chunks_and_text(tmp_path: Path) -> None:
 
 def test_filesystem_root_and_a_trailing_slash_end_the_ancestor_walk(tmp_path: Path) -> None:
     index = WorkspaceIndex("/", watch=False)
-    index._rules["/"] = parse_gitignore("etc/\n/top.py\n")
+    index._rules["/"] = gitignore_spec("etc/\n/top.py\n")
     assert finishes(lambda: index._matches("/etc", True))
     assert finishes(lambda: index._matches("/top.py", False))
     assert not finishes(lambda: index._matches("/usr/top.py", False))
