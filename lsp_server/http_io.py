@@ -16,7 +16,7 @@ from speculator.types import Cancelled, EngineError, RefactorResult, Stats
 
 from . import http_wire as wire
 from .logs import request_id
-from .scheduler import EngineUnavailable
+from .worker import EngineUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,8 @@ from speculator.workspace import WorkspaceIndex
 from . import requests as rq
 from .documents import Change, Document, DocumentError, DocumentStore
 from .options import ServerOptions, StartupConfig, apply_overrides
-from .scheduler import CompletionCache, EngineHost, EngineUnavailable, Scheduler, Worker
+from .scheduler import CompletionCache, Scheduler
+from .worker import EngineHost, EngineUnavailable, Worker
 
 log = logging.getLogger(__name__)
 

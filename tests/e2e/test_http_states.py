@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestServer
 
 from lsp_server.http import FrontDoor
 from lsp_server.options import ServerOptions
-from lsp_server.scheduler import EngineUnavailable
+from lsp_server.worker import EngineUnavailable
 from speculator.fake import FakeEngine
 from speculator.types import CancelToken, Engine, EngineError, Snippet
 

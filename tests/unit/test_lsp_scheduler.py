@@ -7,7 +7,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from lsp_server.scheduler import CompletionCache, EngineHost, EngineUnavailable, Scheduler, Worker
+from lsp_server.scheduler import CompletionCache, Scheduler
+from lsp_server.worker import EngineHost, EngineUnavailable, Worker
 from speculator.fake import FakeEngine
 from speculator.types import Cancelled, CancelToken, CompletionRequest, EngineError
 
