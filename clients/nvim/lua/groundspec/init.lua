@@ -198,7 +198,8 @@ local function on_progress(ev)
   end
   status.on_progress(params.token, params.value)
   local buf = api.nvim_get_current_buf()
-  if params.token == LOAD_PROGRESS and params.value.kind == "end" and suggest.in_insert() and suggest.get_client(buf) then
+  local loaded = params.token == LOAD_PROGRESS and params.value.kind == "end"
+  if loaded and suggest.in_insert() and suggest.get_client(buf) then
     suggest.ask_soon(buf)
   end
 end
