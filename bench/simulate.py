@@ -33,8 +33,8 @@ import numpy as np
 from speculator.config import EngineConfig
 from speculator.controller import DEFAULT_COST_MS, MAX_VERIFY_ROWS, Controller, controllers_by_kind
 from speculator.decode import Decoder, SamplingParams, refactor_budget
-from speculator.drafters import PromptLookupDrafter
 from speculator.instructions import rename_pairs
+from speculator.lookup import PromptLookupDrafter
 from speculator.loss_guard import allowance_for
 from speculator.prompt import REFACTOR_FENCE, fence_stop
 from speculator.types import CompletionRequest, Engine

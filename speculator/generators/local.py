@@ -20,10 +20,11 @@ import numpy as np
 from ..config import EngineConfig
 from ..controller import DRAFT_TOKEN_RATIO, Controller, controllers_by_kind
 from ..decode import Decoder, SamplingParams, refactor_budget, unfinished_refactor
-from ..drafters import Drafter, DraftModelDrafter, PromptLookupDrafter
+from ..drafters import Drafter, DraftModelDrafter
 from ..grounding import Grounding, similar_siblings
 from ..kv_slots import KvSlots
 from ..limits import Limits
+from ..lookup import PromptLookupDrafter
 from ..loss_guard import allowance_for
 from ..outcome import DecodeOutcome
 from ..pipeline import CompletionJob, Counts, Generated, RewriteJob, StopRule

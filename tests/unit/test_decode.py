@@ -28,7 +28,8 @@ from speculator.decode import (
     repeating_tail,
     unfinished_refactor,
 )
-from speculator.drafters import Draft, DraftModelDrafter, PromptLookupDrafter
+from speculator.drafters import Draft, DraftModelDrafter
+from speculator.lookup import PromptLookupDrafter
 from speculator.loss_guard import LossGuard, allowance_for
 from speculator.outcome import DecodeOutcome, StopReason
 

@@ -5,13 +5,9 @@ import random
 
 import pytest
 
-from speculator.drafters import (
-    SEPARATOR,
-    Draft,
-    PromptLookupDrafter,
-    punctuation_edit,
-    whitespace_edit,
-)
+from speculator.drafters import Draft
+from speculator.lookup import PromptLookupDrafter
+from speculator.lookup_text import SEPARATOR, punctuation_edit, whitespace_edit
 
 
 def test_longest_match_continues_the_source() -> None:
