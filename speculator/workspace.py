@@ -25,56 +25,31 @@ from array import array
 from collections.abc import Iterator
 from typing import NamedTuple
 
-import msgspec
-import pathspec
 from cachetools import LRUCache
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 from watchdog.observers.api import BaseObserver, ObservedWatch
 
 from .chunks import Chunk, identifiers, split_lines
 from .types import Snippet
+from .workspace_files import (
+    EventHandler,
+    IgnoreRules,
+    IndexLimits,
+    is_source,
+    name_affinity,
+    printable,
+    read_source,
+    resolve,
+    skip_dir,
+    stat_of,
+    under,
+)
 
 log = logging.getLogger(__name__)
 
-SOURCE_EXTENSIONS = frozenset(
-    ".py .pyi .js .mjs .cjs .jsx .ts .tsx .go .rs .c .h .cc .cpp .hpp .java .kt .rb .php"
-    " .cs .swift .scala .lua .sh .sql".split()
-)
-# Never indexed even without a .gitignore; hidden directories (.git, .venv) too.
-SKIP_DIRS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env"})
 MAX_TOP_WATCHES = 16  # inotify instances per index, beyond it one recursive watch
 STICKY = 1.25  # score bonus for chunks returned last time: keeps the prompt prefix stable
 MAX_LAST_ANSWERS = 64  # documents whose last related() answer is kept (STICKY)
-MAX_GITIGNORE_BYTES = 1 << 20  # read of a .gitignore: a huge one must not stall the scan
-
-
-class IndexLimits(msgspec.Struct, frozen=True, kw_only=True):
-    max_file_bytes: int = 256 * 1024  # larger files are skipped (generated, vendored)
-    max_total_chars: int = 32 * 1024 * 1024  # text held in memory, all files
-    max_files: int = 20_000
-    max_chunks: int = 60_000
-    chunk_lines: int = 32
-    chunk_chars: int = 4096
-    debounce_s: float = 0.1  # an event waits this long for the burst to end
-    query_budget: int = 8_000  # postings visited per related() call (bounds latency)
-    candidates: int = 64  # best raw scores that get the finer ranking
-
-
-# ---------------------------------------------------------------- .gitignore
-
-
-def gitignore_spec(text: str) -> pathspec.GitIgnoreSpec:
-    """The rules of one .gitignore, as git reads them (pathspec): globs, `dir/`,
-    `/anchored`, `**`, `!negation`, escapes."""
-    return pathspec.GitIgnoreSpec.from_lines(text.splitlines())
-
-
-def gitignore_verdict(spec: pathspec.GitIgnoreSpec, rel: str, is_dir: bool) -> bool | None:
-    """True: `rel` (relative to the .gitignore's directory, "/"-separated) is
-    excluded; False: re-included by a `!` rule; None: no rule names it."""
-    result = spec.check_file(rel + "/" if is_dir else rel)
-    return None if result.include is None else bool(result.include)
 
 
 # ---------------------------------------------------------------- the index
@@ -106,9 +81,9 @@ class WorkspaceIndex:
         # The last answer per path, as (path, start_line): survives re-indexing.
         self._last: LRUCache[str | None, list[tuple[str, int]]] = LRUCache(MAX_LAST_ANSWERS)
         # Worker thread only.
-        self._rules: dict[str, pathspec.GitIgnoreSpec] = {}  # directory -> its .gitignore
+        self.rules = IgnoreRules(self.root)
         self._observer: BaseObserver | None = None
-        self._handler = _Handler(self)
+        self._handler = EventHandler(self._enqueue)
         self._watches: dict[str, ObservedWatch] = {}  # top-level directory -> watch
         self._full_logged = False
         # Guarded by _wake: path -> (first event, time it may be synced).
@@ -161,7 +136,7 @@ class WorkspaceIndex:
         """
         if limit <= 0:
             return []
-        own = _resolve(path) if path else None  # None also for a path the OS rejects
+        own = resolve(path) if path else None  # None also for a path the OS rejects
         words = identifiers(query)
         with self._lock:
             chosen = self._choose(own, self._score(words, own), limit)
@@ -195,7 +170,7 @@ class WorkspaceIndex:
         for cid in best:
             chunk = self._chunks[cid]
             if chunk.path not in affinity:
-                affinity[chunk.path] = _name_affinity(own, chunk.path)
+                affinity[chunk.path] = name_affinity(own, chunk.path)
             # BM25-like length normalisation: big chunks match more by chance.
             norm = 0.5 + 0.5 * len(chunk.tokens) / mean
             scores[cid] = raw[cid] * affinity[chunk.path] / norm
@@ -235,7 +210,7 @@ class WorkspaceIndex:
 
     def _snippet(self, chunk: Chunk) -> Snippet:
         rel = os.path.relpath(chunk.path, self.root).replace(os.sep, "/")
-        return Snippet(path=_printable(rel), text=chunk.text)
+        return Snippet(path=printable(rel), text=chunk.text)
 
     # -- the worker thread
 
@@ -279,7 +254,7 @@ class WorkspaceIndex:
 
     def schedule(self, path: str) -> None:
         """Re-read `path` (file or directory) soon, e.g. on didSave when not watching."""
-        resolved = _resolve(path)
+        resolved = resolve(path)
         if resolved is not None:  # a path the OS rejects names no file
             self._enqueue(resolved)
 
@@ -296,7 +271,7 @@ class WorkspaceIndex:
     def _sync(self, path: str) -> None:
         """Make the index agree with the disk for one path (file, directory or gone)."""
         directory = os.path.dirname(path)
-        if os.path.basename(path) == ".gitignore" and not self._ignored(directory, True):
+        if os.path.basename(path) == ".gitignore" and not self.rules.ignored(directory, True):
             self._scan_tree(directory)  # reloads the rules and re-applies them below
             if directory == self.root:
                 self._watch_top_dirs()  # a directory may have been un-ignored
@@ -305,12 +280,12 @@ class WorkspaceIndex:
             st: os.stat_result | None = os.lstat(path)
         except OSError:
             st = None
-        if st is not None and stat.S_ISDIR(st.st_mode) and not self._ignored(path, True):
+        if st is not None and stat.S_ISDIR(st.st_mode) and not self.rules.ignored(path, True):
             self._unwatch_top_dir(path)  # it may be a new directory at an old path
             self._watch_top_dir(path)
             self._scan_tree(path)
-        elif st is not None and stat.S_ISREG(st.st_mode) and _is_source(path):
-            if self._ignored(path, False):
+        elif st is not None and stat.S_ISREG(st.st_mode) and is_source(path):
+            if self.rules.ignored(path, False):
                 self._remove_under(path)
             else:
                 self._index_file(path, st)
@@ -322,7 +297,7 @@ class WorkspaceIndex:
         """Index new and changed files under `top`, drop the ones no longer there."""
         found = dict(self._walk(top))
         with self._lock:
-            stale = [p for p in self._files if _under(p, top) and p not in found]
+            stale = [p for p in self._files if under(p, top) and p not in found]
         for path in stale:
             self._remove(path)
         for path, st in found.items():
@@ -335,7 +310,7 @@ class WorkspaceIndex:
         stack = [top]
         while stack and not self._stopping:
             directory = stack.pop()
-            self._load_rules(directory)
+            self.rules.load(directory)
             try:
                 entries = sorted(os.scandir(directory), key=lambda e: e.name)
             except OSError:
@@ -343,53 +318,13 @@ class WorkspaceIndex:
             subdirs = []
             for entry in entries:
                 if entry.is_dir(follow_symlinks=False):
-                    if not _skip_dir(entry.name) and not self._matches(entry.path, True):
+                    if not skip_dir(entry.name) and not self.rules.matches(entry.path, True):
                         subdirs.append(entry.path)
-                elif entry.is_file(follow_symlinks=False) and _is_source(entry.name):
-                    st = _stat(entry)
-                    if st is not None and not self._matches(entry.path, False):
+                elif entry.is_file(follow_symlinks=False) and is_source(entry.name):
+                    st = stat_of(entry)
+                    if st is not None and not self.rules.matches(entry.path, False):
                         yield entry.path, st
             stack.extend(reversed(subdirs))
-
-    def _load_rules(self, directory: str) -> None:
-        text = _read_gitignore(os.path.join(directory, ".gitignore"))
-        if text is None:
-            self._rules.pop(directory, None)
-        else:
-            self._rules[directory] = gitignore_spec(text)
-
-    def _matches(self, path: str, is_dir: bool) -> bool:
-        """Do the .gitignore rules of `path`'s ancestors exclude it? (last match wins)"""
-        bases = []
-        directory = os.path.dirname(path)
-        while _under(directory, self.root):
-            if directory in self._rules:
-                bases.append(directory)
-            if directory == self.root:
-                break  # dirname("/") is "/": the root must end the walk
-            directory = os.path.dirname(directory)
-        excluded = False
-        for base in reversed(bases):
-            rel = _relative(path, base).replace(os.sep, "/")
-            verdict = gitignore_verdict(self._rules[base], rel, is_dir)
-            if verdict is not None:
-                excluded = verdict
-        return excluded
-
-    def _ignored(self, path: str, is_dir: bool) -> bool:
-        """Like _matches, but also true when a parent directory is excluded."""
-        if path == self.root:
-            return False
-        if not _under(path, self.root):
-            return True
-        current = self.root
-        parts = _relative(path, self.root).split(os.sep)
-        for i, name in enumerate(parts):
-            current = os.path.join(current, name)
-            as_dir = is_dir or i < len(parts) - 1
-            if (as_dir and _skip_dir(name)) or self._matches(current, as_dir):
-                return True
-        return False
 
     def _index_file(self, path: str, st: os.stat_result) -> None:
         entry = self._files.get(path)  # only this thread writes _files
@@ -398,7 +333,7 @@ class WorkspaceIndex:
         if st.st_size > self.limits.max_file_bytes or not self._has_room(entry, st.st_size):
             self._remove(path)  # not read: a full index must not read every file
             return
-        text = _read_source(path, self.limits.max_file_bytes) if st.st_size else ""
+        text = read_source(path, self.limits.max_file_bytes) if st.st_size else ""
         if text is None:
             self._remove(path)
             return
@@ -484,7 +419,7 @@ class WorkspaceIndex:
 
     def _remove_under(self, path: str) -> None:
         with self._lock:
-            for indexed in [p for p in self._files if _under(p, path)]:
+            for indexed in [p for p in self._files if under(p, path)]:
                 self._remove_locked(indexed)
 
     # -- watching
@@ -497,7 +432,7 @@ class WorkspaceIndex:
         watch is one inotify instance (128 per user by default), so a root
         with many top-level directories is watched recursively instead.
         """
-        self._load_rules(self.root)
+        self.rules.load(self.root)
         try:
             # watchdog adds the scheduled watches only in start(): both raise
             # OSError for the inotify limits or a root that is gone.
@@ -528,7 +463,7 @@ class WorkspaceIndex:
         return [
             e.path
             for e in entries
-            if e.is_dir(follow_symlinks=False) and not self._ignored(e.path, True)
+            if e.is_dir(follow_symlinks=False) and not self.rules.ignored(e.path, True)
         ]
 
     def _watch_top_dirs(self) -> None:
@@ -559,111 +494,3 @@ class WorkspaceIndex:
                 self._observer.unschedule(watch)
             except (KeyError, OSError):
                 pass  # the emitter already stopped when its directory went away
-
-
-class _Handler(FileSystemEventHandler):
-    """Turns watchdog events into debounced paths for the worker."""
-
-    def __init__(self, index: WorkspaceIndex) -> None:
-        self._index = index
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type not in ("created", "deleted", "modified", "moved"):
-            return  # opened/closed events duplicate "modified"
-        if event.is_directory and event.event_type == "modified":
-            return  # a child changed: its own event covers it
-        for raw in (event.src_path, event.dest_path):
-            path = os.fsdecode(raw)
-            if path and (event.is_directory or _is_source(path) or path.endswith(".gitignore")):
-                self._index._enqueue(path)  # watchdog paths are under the resolved root
-
-
-# ---------------------------------------------------------------- helpers
-
-
-def _is_source(path: str) -> bool:
-    return os.path.splitext(path)[1] in SOURCE_EXTENSIONS
-
-
-def _skip_dir(name: str) -> bool:
-    return name.startswith(".") or name in SKIP_DIRS
-
-
-def _stat(entry: os.DirEntry[str]) -> os.stat_result | None:
-    try:
-        return entry.stat(follow_symlinks=False)
-    except OSError:  # deleted since scandir
-        return None
-
-
-def _under(path: str, top: str) -> bool:
-    return path == top or path.startswith(top.rstrip(os.sep) + os.sep)
-
-
-def _relative(path: str, top: str) -> str:
-    """`path` relative to `top`, a directory above it (the root "/" included)."""
-    return path[len(top.rstrip(os.sep)) + 1 :]
-
-
-def _resolve(path: str) -> str | None:
-    """The resolved absolute path; None for one the OS rejects (NUL, lone surrogate)."""
-    try:
-        return os.path.realpath(path)
-    except (OSError, ValueError):  # UnicodeEncodeError is a ValueError
-        return None
-
-
-def _printable(path: str) -> str:
-    """`path` without the lone surrogates os.fsdecode makes of non-UTF-8 names
-    (they cannot be encoded for the wire): each bad byte becomes U+FFFD."""
-    return os.fsencode(path).decode("utf-8", errors="replace")
-
-
-def _read_regular(path: str, max_bytes: int) -> bytes | None:
-    """Up to `max_bytes` of a regular file; None for anything else (a FIFO would
-    block the reader) or when unreadable."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except (OSError, ValueError):
-        return None
-    with open(fd, "rb") as f:
-        try:
-            return f.read(max_bytes) if stat.S_ISREG(os.fstat(fd).st_mode) else None
-        except OSError:
-            return None
-
-
-def _read_gitignore(path: str) -> str | None:
-    """The text of a regular .gitignore, up to the last whole line of its first MiB."""
-    data = _read_regular(path, MAX_GITIGNORE_BYTES)
-    if data is None:
-        return None
-    if len(data) == MAX_GITIGNORE_BYTES:
-        data = data[: data.rfind(b"\n") + 1]  # no rule from a cut line
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
-def _read_source(path: str, max_bytes: int) -> str | None:
-    """The file's text, or None when it is too big, binary or unreadable."""
-    data = _read_regular(path, max_bytes + 1)
-    if data is None or len(data) > max_bytes or b"\0" in data[:8192]:
-        return None
-    return data.decode("utf-8", errors="replace")
-
-
-def _core_name(path: str) -> str:
-    """`test_parser.py`, `parser_test.go`, `parser.spec.ts` -> `parser`."""
-    name = os.path.basename(path).split(".")[0]
-    for affix in ("test_", "_test", "tests_", "_tests", "_spec"):
-        name = name.removeprefix(affix) if affix.endswith("_") else name.removesuffix(affix)
-    return name
-
-
-def _name_affinity(own: str | None, other: str) -> float:
-    """A file and its test (or a same-named module elsewhere) are likely related."""
-    if own is None:
-        return 1.0
-    return 1.5 if _core_name(own) == _core_name(other) else 1.0

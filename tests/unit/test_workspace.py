@@ -13,16 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from speculator import workspace
+from speculator import workspace, workspace_files
 from speculator.chunks import identifiers, split_lines
 from speculator.types import Snippet
-from speculator.workspace import (
-    MAX_TOP_WATCHES,
-    IndexLimits,
-    WorkspaceIndex,
-    gitignore_spec,
-    gitignore_verdict,
-)
+from speculator.workspace import MAX_TOP_WATCHES, IndexLimits, WorkspaceIndex
+from speculator.workspace_files import gitignore_spec, gitignore_verdict
 
 
 def eventually(predicate: Callable[[], bool], timeout: float = 1.0) -> bool:
@@ -153,12 +148,12 @@ def test_caps_bound_files_chunks_and_text(tmp_path: Path) -> None:
 
 def test_filesystem_root_and_a_trailing_slash_end_the_ancestor_walk(tmp_path: Path) -> None:
     index = WorkspaceIndex("/", watch=False)
-    index._rules["/"] = gitignore_spec("etc/\n/top.py\n")
-    assert finishes(lambda: index._matches("/etc", True))
-    assert finishes(lambda: index._matches("/top.py", False))
-    assert not finishes(lambda: index._matches("/usr/top.py", False))
-    assert finishes(lambda: index._ignored("/etc/deep/x.py", False))
-    assert not finishes(lambda: index._ignored("/usr/x.py", False))
+    index.rules._specs["/"] = gitignore_spec("etc/\n/top.py\n")
+    assert finishes(lambda: index.rules.matches("/etc", True))
+    assert finishes(lambda: index.rules.matches("/top.py", False))
+    assert not finishes(lambda: index.rules.matches("/usr/top.py", False))
+    assert finishes(lambda: index.rules.ignored("/etc/deep/x.py", False))
+    assert not finishes(lambda: index.rules.ignored("/usr/x.py", False))
 
     write(tmp_path, ".gitignore", "gen/\n")
     write(tmp_path, "gen/a.py", "x = 1\n")
@@ -171,13 +166,13 @@ def test_filesystem_root_and_a_trailing_slash_end_the_ancestor_walk(tmp_path: Pa
 
 def test_a_full_index_reads_no_more_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     reads: list[str] = []
-    read_source = workspace._read_source
+    read_source = workspace.read_source
 
     def counting(path: str, max_bytes: int) -> str | None:
         reads.append(os.path.basename(path))
         return read_source(path, max_bytes)
 
-    monkeypatch.setattr(workspace, "_read_source", counting)
+    monkeypatch.setattr(workspace, "read_source", counting)
     for limits, cap in ((IndexLimits(max_files=3), 3), (IndexLimits(max_total_chars=120), 2)):
         for i in range(10):
             write(tmp_path, f"m{i}.py", f"value_{i} = {i:040d}\n")  # 51 bytes
@@ -200,7 +195,7 @@ def test_a_gitignore_is_read_only_when_regular_and_only_its_first_mib(tmp_path: 
         assert index.wait_ready(2)
         assert indexed(index) == {"src/a.py", "src/skip.py"}
     # Rules past the first MiB are not read (a generated file must not stall the scan).
-    padding = ("#" * 99 + "\n") * (workspace.MAX_GITIGNORE_BYTES // 100 + 1)
+    padding = ("#" * 99 + "\n") * (workspace_files.MAX_GITIGNORE_BYTES // 100 + 1)
     write(tmp_path, ".gitignore", "skip.py\n" + padding + "*.py\n")
     with WorkspaceIndex(str(tmp_path), watch=False) as index:
         assert index.wait_ready(5)
