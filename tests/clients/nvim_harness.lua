@@ -49,11 +49,12 @@ function H.wait(cond, timeout_ms, what)
   end
 end
 
---- The groundspec LSP client, once it has attached (fails after 10 s).
+--- The groundspec LSP client, once it has attached (fails after 20 s: the
+--- server starts slowly on a busy machine).
 function H.client()
   return H.wait(function()
     return vim.lsp.get_clients({ name = "groundspec" })[1]
-  end, 10000, "the groundspec client")
+  end, 20000, "the groundspec client")
 end
 
 --- Type keys as a user would, and let Neovim process them.

@@ -267,7 +267,7 @@ H.out.filetypes = require("groundspec").config.filetypes
 H.out.attached = {}
 for _, name in ipairs({ "app.tsx", "app.jsx" }) do
   vim.cmd.edit(name)
-  H.wait(function() return #vim.lsp.get_clients({ bufnr = 0, name = "groundspec" }) > 0 end, 10000, name)
+  H.wait(function() return #vim.lsp.get_clients({ bufnr = 0, name = "groundspec" }) > 0 end, 20000, name)
   H.out.attached[name] = vim.bo.filetype
 end
 """,
