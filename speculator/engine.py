@@ -15,16 +15,15 @@ import os
 from . import provision
 from .config import EngineConfig
 from .controller import Controller
-from .drafters import Drafter
 from .generators.local import LocalGenerator, LocalPrompt
 from .models import Model, check_same_vocab, resolve_path
 from .outcome import DecodeOutcome
 from .pipeline import Pipeline
-from .session import Session, SyncResult
-from .slots import DiskSlots, RamSlots, SlotKey, model_fingerprint
+from .session import Session
+from .slots import DiskSlots, RamSlots, model_fingerprint
 from .threads import ThreadPolicy
 from .totals import Totals
-from .types import ProgressCallback, Speculation, Stats
+from .types import ProgressCallback
 from .verify_curve import CurveStore, machine_shapes
 
 log = logging.getLogger(__name__)
@@ -146,29 +145,3 @@ class SpeculativeEngine(Pipeline[LocalPrompt]):
     @property
     def last_outcome(self) -> DecodeOutcome | None:
         return self.local.last_outcome
-
-    @last_outcome.setter
-    def last_outcome(self, outcome: DecodeOutcome | None) -> None:
-        self.local.last_outcome = outcome
-
-    # -- for speculator/next_edit/local.py (issue 59) until its rewrite goes through
-    # Pipeline.rewrite with a RewriteJob (speculator/pipeline.py) ---------------------
-
-    def _enter_slot(self, key: SlotKey, segments: list[list[int]]) -> None:
-        self.local.slots.enter(key, segments)
-
-    def _drafters(
-        self,
-        speculation: Speculation,
-        corpus: list[list[int]],
-        prompt: list[int],
-        controller: Controller,
-        kind: str,
-        renames: dict[str, str] | None = None,
-    ) -> list[Drafter]:
-        return self.local._drafters(speculation, corpus, prompt, controller, kind, renames)
-
-    def _stats(
-        self, sync: SyncResult, outcome: DecodeOutcome, started: float, speculation: str
-    ) -> Stats:
-        return self.record_stats(LocalGenerator._generated(sync, outcome, speculation, started))
