@@ -57,7 +57,7 @@ def test_each_subcommand_shows_an_example_and_the_exit_codes(command: str) -> No
     proc = run_cli(command, "--help")
     assert proc.returncode == 0, proc.stderr
     examples = proc.stdout.split("examples:\n", 1)[1].split("\n\n")[0].splitlines()
-    assert examples and all(e.strip().startswith(f"groundspec {command}") for e in examples)
+    assert examples and all(f"groundspec {command}" in e for e in examples)  # VAR=x allowed
     assert "exit codes: 0 done; 1 could not do it" in proc.stdout
 
 
