@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 
+from .auth import check_exposure, resolve_key
 from .cli_common import ENGINE_FLAG_ENV, UsageError, add_command, engine_flags
 from .startup import check_serve_flags
 
@@ -22,6 +23,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
             "groundspec serve --tcp 7777 --log-file /tmp/groundspec.log",
             "groundspec serve --http 8012",
             "groundspec serve --http 8012 --stdio",
+            "GROUNDSPEC_API_KEY=secret groundspec serve --http 0.0.0.0:8012",
         ],
     )
     serve.add_argument(
@@ -37,6 +39,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     )
     serve.add_argument(
         "--stdio", action="store_true", help="LSP on stdio (the default; with --http: both)"
+    )
+    serve.add_argument(
+        "--api-key",
+        metavar="KEY",
+        help="require this key of every client (default: $GROUNDSPEC_API_KEY): HTTP "
+        "`Authorization: Bearer KEY` (or X-Api-Key) on all but /health and /models, LSP over "
+        "TCP initializationOptions.apiKey; needed to listen beyond loopback",
+    )
+    serve.add_argument(
+        "--insecure-no-key",
+        action="store_true",
+        help="listen beyond loopback without a key: anyone who can connect gets completions "
+        "that quote this workspace's code",
     )
     serve.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     serve.add_argument(
@@ -54,10 +69,19 @@ def run_serve(args: argparse.Namespace) -> int:
     for flag, env in ENGINE_FLAG_ENV:
         if getattr(args, flag) is not None:
             os.environ[env] = str(getattr(args, flag))
+    key = resolve_key(args.api_key)
     try:
         check_serve_flags(args.tcp, args.http, args.log_file)
+        check_exposure(tcp=args.tcp, http=args.http, key=key, insecure_no_key=args.insecure_no_key)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     config = load_startup_config(args.config, fake=args.fake, use_draft=not args.no_draft)
     # Returns only when HTTP runs alone; with LSP it ends the process.
-    return serve(config, stdio=args.stdio, tcp=args.tcp, http=args.http, log_file=args.log_file)
+    return serve(
+        config,
+        stdio=args.stdio,
+        tcp=args.tcp,
+        http=args.http,
+        log_file=args.log_file,
+        api_key=key,
+    )

@@ -34,6 +34,7 @@ from speculator.types import (
 )
 from speculator.validate import text_problem
 
+from . import http_guard
 from . import http_wire as wire
 from .http_io import (
     MAX_BODY_BYTES,
@@ -78,13 +79,24 @@ class EngineGate(Protocol):
 class FrontDoor:
     """The aiohttp application: llama-server's and OpenAI's endpoints."""
 
-    def __init__(self, gate: EngineGate, options: Callable[[], ServerOptions]) -> None:
+    def __init__(
+        self,
+        gate: EngineGate,
+        options: Callable[[], ServerOptions],
+        *,
+        api_key: str | None = None,
+    ) -> None:
         self.gate = gate
         self.options = options
+        self.api_key = api_key  # required of every client but on /health, /models
         self.slots = SlotRouter()
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[errors_as_json])
+        app = web.Application(
+            client_max_size=MAX_BODY_BYTES,
+            middlewares=[http_guard.guard(self.api_key), errors_as_json],
+        )
+        http_guard.install(app)
         routes = [
             web.get("/health", self.health),
             web.get("/v1/health", self.health),

@@ -30,8 +30,9 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 ENVIRONMENT = {
     "GROUNDSPEC_CACHE": "Folder of the assembled models (default ~/.cache/groundspec/models); "
     "verify curves and KV slots go beside it.",
-    "GROUNDSPEC_API_KEY": "API key for a shared server (--backend); read from the environment "
-    "only, never from a file.",
+    "GROUNDSPEC_API_KEY": "API key: the one sent to a shared server (--backend), and on `serve` "
+    "the one required of HTTP and LSP-over-TCP clients (as --api-key); read from the "
+    "environment only, never from a file.",
     "GROUNDSPEC_LOG_LEVEL": "Server log level: DEBUG, INFO, WARNING or ERROR (default WARNING "
     "on stderr, INFO with --log-file).",
     "GROUNDSPEC_LLAMA_SERVER": "The llama-server binary the tests and the bench's peer run "

@@ -24,6 +24,7 @@ from pygls.io_ import StdoutWriter
 
 from .http import FrontDoor, start_http
 from .logs import setup_logging
+from .lsp_gate import gated
 from .options import ServerOptions, StartupConfig
 from .server import create_server
 from .service import CompletionService
@@ -43,32 +44,44 @@ def serve(
     tcp: str | None = None,
     http: str | None = None,
     log_file: str | None = None,
+    api_key: str | None = None,
 ) -> int:
     """Serve the doors asked for: LSP on stdio (the default), or on `tcp`
     (HOST:PORT); HTTP at `http` ([HOST:]PORT), alone or beside LSP on stdio
-    (`stdio`) or `tcp`. Returns only when HTTP runs alone (its exit code)."""
+    (`stdio`) or `tcp`. `api_key`: required of HTTP and TCP clients (never of
+    stdio, whose client started the server). Returns only when HTTP runs alone
+    (its exit code)."""
     config = config or StartupConfig(options=ServerOptions())
     if http is None:
-        run_lsp(config, tcp=tcp, log_file=log_file)
+        run_lsp(config, tcp=tcp, log_file=log_file, api_key=api_key)
     if tcp or stdio:
-        serve_with_lsp(config, http, tcp=tcp, log_file=log_file)
-    return run_http(config, http, log_file=log_file)
+        serve_with_lsp(config, http, tcp=tcp, log_file=log_file, api_key=api_key)
+    return run_http(config, http, log_file=log_file, api_key=api_key)
 
 
 def serve_with_lsp(
-    config: StartupConfig, http: str, *, tcp: str | None, log_file: str | None = None
+    config: StartupConfig,
+    http: str,
+    *,
+    tcp: str | None,
+    log_file: str | None = None,
+    api_key: str | None = None,
 ) -> NoReturn:
     """HTTP beside LSP (stdio, or `tcp`) in one process and one loop."""
     setup_logging(log_file)
     host, port = parse_http(http)
     lsp_address = parse_tcp(tcp) if tcp else None
     ls = create_server(config)
-    front = FrontDoor(ls.service, lambda: ls.service.options)
+    front = FrontDoor(ls.service, lambda: ls.service.options, api_key=api_key)
 
     async def main() -> None:
         runner = await start_http(front, host, port)
         try:
-            await (_serve_lsp_tcp(ls, *lsp_address) if lsp_address else _serve_lsp_stdio(ls))
+            await (
+                _serve_lsp_tcp(ls, *lsp_address, api_key=api_key)
+                if lsp_address
+                else _serve_lsp_stdio(ls)
+            )
         finally:
             await runner.cleanup()
 
@@ -87,8 +100,10 @@ def run_lsp(
     *,
     tcp: str | None = None,
     log_file: str | None = None,
+    api_key: str | None = None,
 ) -> NoReturn:
-    """Serve LSP on stdio (or TCP) until `exit`, then end the process.
+    """Serve LSP on stdio (or TCP, to clients with `api_key` if given) until
+    `exit`, then end the process.
 
     Does not return: the stdin reader thread cannot be joined."""
     setup_logging(log_file)
@@ -97,14 +112,19 @@ def run_lsp(
     try:
         if address is not None:
             log.info("listening on %s:%d", *address)
-            ls.start_tcp(*address)
+            ls.start_tcp(*address, api_key=api_key)
         else:
             ls.start_io()
     finally:
         end_process(ls)
 
 
-def run_http(config: StartupConfig, address: str, log_file: str | None = None) -> int:
+def run_http(
+    config: StartupConfig,
+    address: str,
+    log_file: str | None = None,
+    api_key: str | None = None,
+) -> int:
     """HTTP alone: serve until SIGINT/SIGTERM. Returns the exit code: 1 if the
     port cannot be bound."""
     setup_logging(log_file)
@@ -114,7 +134,7 @@ def run_http(config: StartupConfig, address: str, log_file: str | None = None) -
         log.warning("%s", problem)
 
     async def main() -> None:
-        front = FrontDoor(service, lambda: service.options)
+        front = FrontDoor(service, lambda: service.options, api_key=api_key)
         runner = await start_http(front, host, port)
         service.start()  # /health says "Loading model" until it is done
         try:
@@ -161,7 +181,9 @@ async def _serve_lsp_stdio(ls: GroundspecServer) -> None:
     await _protocol(ls).serve_stdio(sys.stdin.buffer.fileno(), stop)
 
 
-async def _serve_lsp_tcp(ls: GroundspecServer, host: str, port: int) -> None:
+async def _serve_lsp_tcp(
+    ls: GroundspecServer, host: str, port: int, api_key: str | None = None
+) -> None:
     ls._stop_event = stop = threading.Event()
     finished = asyncio.Event()
 
@@ -171,7 +193,7 @@ async def _serve_lsp_tcp(ls: GroundspecServer, host: str, port: int) -> None:
         finished.set()
 
     try:
-        server = await asyncio.start_server(connection, host, port)
+        server = await asyncio.start_server(gated(connection, api_key), host, port)
     except OSError as exc:
         raise cannot_listen(host, port, exc) from None
     log.info("LSP listening on %s:%d", *server.sockets[0].getsockname()[:2])

@@ -3,8 +3,7 @@
 Each handler finds the document, converts positions, calls the service and
 converts the result. Wire-level concerns (framing, decoding, lifecycle) live
 in protocol.py; engine calls run on the service's one worker thread;
-everything else (and every message we send) happens on the asyncio loop.
-"""
+everything else (and every message we send) happens on the asyncio loop."""
 
 from __future__ import annotations
 
@@ -30,7 +29,7 @@ from pygls.uris import to_fs_path
 
 from speculator.types import CancelToken
 
-from . import next_edit
+from . import lsp_gate, next_edit
 from . import requests as rq
 from .documents import DocumentError
 from .logs import traced
@@ -118,8 +117,8 @@ class GroundspecServer(LanguageServer):
         fd = (stdin or sys.stdin.buffer).fileno()
         self._run(self.protocol.serve_stdio(fd, self._stop_event))  # type: ignore[attr-defined]
 
-    def start_tcp(self, host: str, port: int) -> None:
-        """Serve one client at a time on TCP, with the same framing as stdio."""
+    def start_tcp(self, host: str, port: int, api_key: str | None = None) -> None:
+        """Serve one client at a time on TCP (with `api_key`: that knows it), as stdio."""
         self._stop_event = stop = threading.Event()
 
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -129,7 +128,8 @@ class GroundspecServer(LanguageServer):
 
         async def serve() -> None:
             try:
-                self._server = await asyncio.start_server(connection, host, port)
+                handler = lsp_gate.gated(connection, api_key)  # only clients with the key
+                self._server = await asyncio.start_server(handler, host, port)
             except OSError as exc:
                 raise cannot_listen(host, port, exc) from None
             async with self._server:

@@ -1,0 +1,57 @@
+"""The HTTP door's gate: CORS and the API key, as llama-server's pre-routing handler.
+
+Every response names the request's Origin in Access-Control-Allow-Origin; an
+OPTIONS preflight is answered at once, without the key (browsers send none with
+it); any other request to a non-public path needs the key when the server has
+one (lsp_server/auth.py), else 401 with llama-server's error body.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+from .auth import key_matches, needs_key, presented_key
+from .http_io import error_response
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+PREFLIGHT_HEADERS = {
+    "Access-Control-Allow-Credentials": "true",
+    "Access-Control-Allow-Methods": "GET, POST",
+    "Access-Control-Allow-Headers": "*",
+}
+
+
+def guard(api_key: str | None) -> Middleware:
+    """The middleware: preflight, then the key (when `api_key` is set)."""
+
+    @web.middleware
+    async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "OPTIONS":
+            return web.Response(headers=PREFLIGHT_HEADERS, content_type="text/html")
+        if (
+            api_key is not None
+            and needs_key(request.path)
+            and not key_matches(presented_key(request.headers), api_key)
+        ):
+            log.warning("unauthorized: %s %s from %s", request.method, request.path, request.remote)
+            return error_response(401, "Invalid API Key")
+        return await handler(request)
+
+    return middleware
+
+
+async def allow_origin(request: web.Request, response: web.StreamResponse) -> None:
+    """on_response_prepare: every response (errors and event streams too) names the
+    request's Origin, as llama-server does."""
+    response.headers["Access-Control-Allow-Origin"] = request.headers.get("Origin", "")
+
+
+def install(app: web.Application) -> None:
+    app.on_response_prepare.append(allow_origin)
