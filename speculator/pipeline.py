@@ -50,7 +50,7 @@ import msgspec
 from .grounding import Grounding
 from .instructions import rename_pairs
 from .limits import Limits
-from .next_edit import core as next_edit
+from .next_edit import core as next_edit_core
 from .next_edit.core import NextEditRequest, NextEditResult
 from .next_edit.proposal import TokenTrace
 from .outcome import StopReason
@@ -101,6 +101,9 @@ class CompletionJob:
     limits: Limits
     context: Callable[[], list[Snippet]]  # workspace snippets, fetched once when asked
     quick: bool = False  # may be answered from a short window while the prompt is cold
+    # Whether the context's source has its answers yet (the workspace index has
+    # read the folder): a header chosen before is provisional (headers.py).
+    context_ready: Callable[[], bool] = lambda: True
 
 
 @dataclass
@@ -208,8 +211,10 @@ def prepare_completion(
     tree = request.tree() if request.tree is not None else None
     grounding = Grounding(request.text, request.language_id, tree)
     context = _context(request, provider)
+    ready = _context_ready(provider)
     if warm:
-        return CompletionJob(request, grounding, False, no_stop, Limits.none(started), context)
+        limits = Limits.none(started)
+        return CompletionJob(request, grounding, False, no_stop, limits, context, False, ready)
     multiline = (
         request.multiline
         if request.multiline is not None
@@ -217,7 +222,8 @@ def prepare_completion(
     )
     stop = CompletionStop(request.text, request.cursor, multiline)
     limits = Limits.of(request, started)
-    return CompletionJob(request, grounding, multiline, stop, limits, context, request.quick_window)
+    quick = request.quick_window
+    return CompletionJob(request, grounding, multiline, stop, limits, context, quick, ready)
 
 
 def prepare_refactor(request: RefactorRequest, started: float) -> RewriteJob:
@@ -240,10 +246,10 @@ def prepare_refactor(request: RefactorRequest, started: float) -> RewriteJob:
 
 def prepare_next_edit(
     request: NextEditRequest, started: float
-) -> tuple[next_edit.Plan, RewriteJob] | None:
+) -> tuple[next_edit_core.Plan, RewriteJob] | None:
     """The window, prompt and draft of a next edit (speculator/next_edit/), as a
     rewrite of the window that drafts from the draft; None: no recent edit."""
-    plan = next_edit.prepare(request)
+    plan = next_edit_core.prepare(request)
     if plan is None:
         return None
     window, prompt = plan.window, plan.prompt
@@ -284,12 +290,19 @@ def _context(
         if not found:
             query = request.text[max(0, request.cursor - CONTEXT_QUERY_CHARS) : request.cursor]
             picked = ranked_extra(request.extra_context or [], query, CONTEXT_SNIPPETS)
-            if len(picked) < CONTEXT_SNIPPETS and provider is not None:
-                picked += provider.related(request.path, query, CONTEXT_SNIPPETS - len(picked))
+            workspace = provider if request.workspace_context else None
+            if len(picked) < CONTEXT_SNIPPETS and workspace is not None:
+                picked += workspace.related(request.path, query, CONTEXT_SNIPPETS - len(picked))
             found.append(picked)
         return found[0]
 
     return snippets
+
+
+def _context_ready(provider: ContextProvider | None) -> Callable[[], bool]:
+    """The provider's own `is_ready` (the workspace index has one), else always ready."""
+    is_ready = getattr(provider, "is_ready", None)
+    return is_ready if callable(is_ready) else lambda: True
 
 
 def ranked_extra(snippets: list[Snippet], query: str, limit: int) -> list[Snippet]:
@@ -422,8 +435,20 @@ class Pipeline(Generic[P]):
             else None
         )
         finished = generated.stop is StopReason.END
-        rewrite = next_edit.Rewrite(generated.text, trace, finished, stats)
-        return next_edit.finish(plan, rewrite, request.min_confidence)
+        rewrite = next_edit_core.Rewrite(generated.text, trace, finished, stats)
+        draft = self._score_draft(plan, job) if finished else None
+        return next_edit_core.finish(plan, rewrite, request.min_confidence, draft)
+
+    def _score_draft(self, plan: next_edit_core.Plan, job: RewriteJob) -> TokenTrace | None:
+        """The model's probabilities of the draft's tokens, where it changes the
+        window (a second candidate beside the greedy rewrite), if the generator
+        can score one (the local one)."""
+        score = getattr(self.generator, "score_answer", None)
+        upto = next_edit_core.draft_change_end(plan)
+        if score is None or upto is None:
+            return None
+        ends, probs = score(job, plan.job.draft, upto)
+        return TokenTrace(ends, probs) if probs else None
 
     def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
         """Evaluate the request's prompt into the generator's cache (no generation)."""

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import EngineConfig
 from ..controller import DRAFT_TOKEN_RATIO, Controller, controllers_by_kind
-from ..decode import Decoder, SamplingParams, refactor_budget, unfinished_refactor
+from ..decode import Decoder, SamplingParams, refactor_budget, token_prob, unfinished_refactor
 from ..drafters import Drafter, DraftModelDrafter
 from ..grounding import Grounding, similar_siblings
 from ..kv_slots import KvSlots
@@ -311,6 +311,28 @@ class LocalGenerator:
             generated.why_unfinished = unfinished_refactor(outcome, budget, expected_tokens)
         return generated
 
+    def score_answer(
+        self, job: RewriteJob, answer: str, upto: int
+    ) -> tuple[list[int], list[float]]:
+        """The target's probability of each token of `answer` to the prompt of `job`
+        (just run: its KV is warm), up to the token holding character `upto`: one
+        verify batch. (token ends, probabilities); a next edit's draft scored as a
+        candidate beside the greedy rewrite."""
+        prompt = self.target.tokenize(job.prompt, special=True)
+        tokens = self.target.tokenize(answer)
+        ends = token_ends(tokens, self.target.token_bytes)
+        count = next((i + 1 for i, end in enumerate(ends) if end >= upto), len(tokens))
+        count = min(count, MAX_SCORED_TOKENS, self.session.room() - len(prompt))
+        if count <= 0:
+            return [], []
+        _, first = self.session.sync([prompt])
+        probs = [token_prob(first, tokens[0])]
+        if count > 1:
+            rows = self.session.append(tokens[: count - 1])
+            probs += [token_prob(rows[i], tokens[i + 1]) for i in range(count - 1)]
+        self.session.trim(len(prompt))
+        return ends[:count], probs
+
     # -- decoding ----------------------------------------------------------------------
 
     def _decode(
@@ -422,6 +444,10 @@ class LocalGenerator:
             dict(outcome.per_drafter),
             record,
         )
+
+
+# The most tokens of an answer scored in one batch (score_answer).
+MAX_SCORED_TOKENS = 256
 
 
 def token_ends(tokens: list[int], token_bytes: Callable[[int], bytes]) -> list[int]:

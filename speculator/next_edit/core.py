@@ -121,12 +121,19 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
     return Plan(window, prompt, job, user_lines)
 
 
-def finish(plan: Plan, rewrite: Rewrite, min_confidence: float) -> NextEditResult:
+def finish(
+    plan: Plan, rewrite: Rewrite, min_confidence: float, draft: TokenTrace | None = None
+) -> NextEditResult:
+    """The rewrite's changes (and the draft's, where the model scored it: `draft`)
+    as candidates; the most confident one that passes proposal.choose."""
     if not rewrite.finished:
         return NextEditResult([], rewrite.stats, reason="the rewrite did not finish")
     answer, trace = _without_marker(rewrite.text, rewrite.trace)
     rewritten = plan.prompt.rewritten(answer, plan.window)
     found = candidates(plan.window, rewritten, trace)
+    if draft is not None:
+        scored = candidates(plan.window, plan.job.draft, draft)
+        found += [c for c in scored if c.end_line <= _scored_lines(plan.job.draft, draft)]
     chosen: Candidate | None = choose(plan.window, found, plan.user_lines, min_confidence)
     if chosen is None:
         reason = "no change" if not found else f"{len(found)} candidates, none kept"
@@ -147,6 +154,24 @@ def next_edit(
     if plan is None:
         return NextEditResult([], Stats(speculation=request.speculation), reason="no recent edit")
     return finish(plan, rewrite(plan.job, cancel), request.min_confidence)
+
+
+def draft_change_end(plan: Plan) -> int | None:
+    """Where the line of the draft's last change to the window ends (characters
+    into the draft), or None when it changes nothing: how much must be scored."""
+    draft, window = plan.job.draft, plan.window.text
+    if draft == window:
+        return None
+    tail = 0
+    while tail < min(len(draft), len(window)) and draft[-1 - tail] == window[-1 - tail]:
+        tail += 1
+    line_end = draft.find("\n", len(draft) - tail)
+    return len(draft) if line_end == -1 else line_end + 1
+
+
+def _scored_lines(draft: str, trace: TokenTrace) -> int:
+    """Window lines of the draft whose tokens were all scored."""
+    return draft.count("\n", 0, trace.ends[-1] if trace.ends else 0)
 
 
 def _elsewhere_hunks(request: NextEditRequest) -> list[Hunk]:

@@ -70,3 +70,18 @@ def test_a_rewrite_the_model_did_not_finish_proposes_nothing() -> None:
     assert plan is not None
     generator, _ = scripted_generator(plan.job.draft + "x" * 2000)
     assert Pipeline(generator).next_edit(request("off")).edits == []
+
+
+def test_the_draft_is_scored_as_a_second_candidate() -> None:
+    """A model that copies the window proposes nothing itself; the draft (the rename
+    carried on) is then scored by the model: proposed only if its changed tokens
+    clear the bar (here they have the probability of a token the script did not pick)."""
+    plan = prepare(request("off"))
+    assert plan is not None
+    generator, _ = scripted_generator(plan.window.text + "```\n")
+    quiet = Pipeline(generator).next_edit(request("off"))
+    assert quiet.edits == []
+    low = NextEditRequest(**{**request("off").__dict__, "min_confidence": 0.0})
+    generator, _ = scripted_generator(plan.window.text + "```\n")
+    (edit,) = Pipeline(generator).next_edit(low).edits
+    assert "attr_name" in edit.new_text
