@@ -22,6 +22,7 @@ from .config import EngineConfig
 from .slots import (
     DiskSlots,
     RamSlots,
+    SavedPrompt,
     SessionState,
     Slot,
     SlotKey,
@@ -31,6 +32,7 @@ from .slots import (
 from .tokens import common_prefix
 
 if TYPE_CHECKING:
+    from .headers import Header
     from .session import Session
 
 log = logging.getLogger(__name__)
@@ -47,13 +49,17 @@ class KvSlots:
         config: EngineConfig,
         fingerprints: Callable[[], tuple[str, str | None]],
         window_of: Callable[[str], int | None],
+        header_of: Callable[[str], Header | None] = lambda _name: None,
     ) -> None:
         """`fingerprints`: the target's and the draft's model fingerprints (files
         on disk are keyed by them); `window_of(name)`: where a document's prompt
-        window starts, saved with its slot so a restart finds the same prefix."""
+        window starts, and `header_of(name)`: the snippets its prompt starts with
+        (speculator/headers.py), saved with its slot so a restart builds the
+        same prompt."""
         self.session = session
         self.draft_session = draft_session
         self.window_of = window_of
+        self.header_of = header_of
         self.ram = RamSlots(max(0, config.kv_ram_mb) << 20)
         self.disk: DiskSlots | None = None
         if config.kv_disk_mb > 0:
@@ -95,9 +101,15 @@ class KvSlots:
             "restored the %s KV of %s (%d tokens)", key[0], key[1] or "?", len(slot.target.cells)
         )
 
-    def window_start(self, name: str) -> int | None:
-        """The window start saved with a document's completion slot on disk."""
-        return self.disk.window_start(("completion", name)) if self.disk is not None else None
+    def saved_prompt(self, name: str) -> SavedPrompt | None:
+        """The window start and header saved with a document's completion slot on disk."""
+        return self.disk.saved_prompt(("completion", name)) if self.disk is not None else None
+
+    def rename_live(self, key: SlotKey) -> None:
+        """The live KV is `key`'s now (a warm-up adopted a new header): the state
+        saved under `key` is outdated and dropped."""
+        self.ram.pop(key)
+        self.live_key = key
 
     def persist(self) -> int:
         """Write the slots (the live one too) to disk; how many files were written.
@@ -135,12 +147,16 @@ class KvSlots:
         if key is None or not self.session.cells:
             return None
         draft = self.draft_session
-        window = self.window_of(key[1]) if key[0] == "completion" else None
+        completion = key[0] == "completion"
+        window = self.window_of(key[1]) if completion else None
+        header = self.header_of(key[1]) if completion else None
         return Slot(
             key,
             _state(self.session),
             _state(draft) if draft is not None and draft.cells else None,
             window,
+            header=list(header.snippets) if header is not None else None,
+            header_line=header.line if header is not None else 0,
         )
 
     def _stash_live(self) -> None:

@@ -20,14 +20,16 @@ import struct
 import time
 from collections import OrderedDict
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
 from . import provision
+from .types import Snippet
 
 log = logging.getLogger(__name__)
 
-SlotKey = tuple[str, str]  # (kind: "completion" | "refactor" | "quick", document path)
+SlotKey = tuple[str, str]  # (kind: "completion", "refactor", "quick", "header"...; path)
 Segments = list[tuple[int, tuple[int, ...]]]  # Session.segments: (position, tokens)
 
 MAGIC = b"GSKVSLT1"
@@ -53,6 +55,10 @@ class Slot(msgspec.Struct):
     draft: SessionState | None = None
     window_start: int | None = None  # the prompt window's start (engine hysteresis)
     on_disk: bool = False
+    # The other files' snippets the prompt starts with, and the cursor line they
+    # were chosen for (speculator/headers.py): a restart rebuilds the same prompt.
+    header: list[Snippet] | None = None
+    header_line: int = 0
 
     @property
     def nbytes(self) -> int:
@@ -106,6 +112,16 @@ class _Header(msgspec.Struct):
     draft_bytes: int
     window_start: int | None
     sha256: str  # of the payload (target state, then draft state)
+    header: list[Snippet] | None = None
+    header_line: int = 0
+
+
+class SavedPrompt(NamedTuple):
+    """What a saved completion slot's prompt was built with (read back at a restart)."""
+
+    window_start: int | None
+    header: list[Snippet] | None
+    header_line: int
 
 
 class DiskSlots:
@@ -145,6 +161,8 @@ class DiskSlots:
             draft_bytes=len(draft.data) if draft else 0,
             window_start=slot.window_start,
             sha256=hashlib.sha256(payload).hexdigest(),
+            header=slot.header,
+            header_line=slot.header_line,
         )
         head = msgspec.json.encode(header)
         path = self.file_for(slot.key)
@@ -171,9 +189,12 @@ class DiskSlots:
         slot.on_disk = True
         return True
 
-    def window_start(self, key: SlotKey) -> int | None:
-        header = self._read_header(self.file_for(key), key)
-        return header[0].window_start if header else None
+    def saved_prompt(self, key: SlotKey) -> SavedPrompt | None:
+        found = self._read_header(self.file_for(key), key)
+        if found is None:
+            return None
+        header = found[0]
+        return SavedPrompt(header.window_start, header.header, header.header_line)
 
     def load(self, key: SlotKey) -> Slot | None:
         """The slot saved for `key`, or None if there is none or it does not check out."""
@@ -212,7 +233,15 @@ class DiskSlots:
                 header.draft_cells,
                 _segments(header.draft_cells, header.draft_segments),
             )
-        return Slot(key, target, draft, header.window_start, on_disk=True)
+        return Slot(
+            key,
+            target,
+            draft,
+            header.window_start,
+            on_disk=True,
+            header=header.header,
+            header_line=header.header_line,
+        )
 
     def _read_header(self, path: Path, key: SlotKey) -> tuple[_Header, int] | None:
         try:

@@ -105,6 +105,10 @@ class WorkspaceIndex:
         """True once the initial scan has finished."""
         return self._ready.wait(timeout)
 
+    def is_ready(self) -> bool:
+        """Whether the initial scan has finished (speculator/headers.py asks)."""
+        return self._ready.is_set()
+
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the worker, which stops the observer; the index stays readable.
 

@@ -20,8 +20,10 @@ import numpy as np
 from ..config import EngineConfig
 from ..controller import DRAFT_TOKEN_RATIO, Controller, controllers_by_kind
 from ..decode import Decoder, SamplingParams, refactor_budget, token_prob, unfinished_refactor
+from ..doc_prompts import DocumentPrompts
 from ..drafters import Drafter, DraftModelDrafter
 from ..grounding import Grounding, similar_siblings
+from ..headers import Header
 from ..kv_slots import KvSlots
 from ..limits import Limits
 from ..lookup import PromptLookupDrafter
@@ -29,7 +31,7 @@ from ..loss_guard import allowance_for
 from ..outcome import DecodeOutcome
 from ..pipeline import CompletionJob, Counts, Generated, RewriteJob, StopRule
 from ..postprocess import finish_completion
-from ..prompt import PREFIX_BUDGET_CHARS, FimPrompt, QuickWindow, build_fim, build_quick_fim
+from ..prompt import FimPrompt, QuickWindow, build_quick_fim
 from ..threads import ThreadPolicy
 from ..totals import Totals
 from ..types import (
@@ -88,11 +90,17 @@ class LocalGenerator:
         self.totals = totals  # cancelled decodes are counted here
         self.controllers = controllers_by_kind(cpu_only=target.n_gpu_layers == 0)
         self.shift_reuse = True  # reuse the FIM suffix's KV after edits (approximate)
-        self._window_starts: dict[str, int] = {}
+        self.prompts = DocumentPrompts()  # window starts and frozen headers, per document
         self._quick_windows: dict[str, QuickWindow] = {}
         self.slots = KvSlots(
-            self.session, self.draft_session, config, fingerprints, self._window_starts.get
+            self.session,
+            self.draft_session,
+            config,
+            fingerprints,
+            self.prompts.window_starts.get,
+            self.prompts.headers.get,
         )
+        self.prompts.saved = self.slots.saved_prompt
         self.last_outcome: DecodeOutcome | None = None  # the bench reads it
 
     def close(self) -> None:
@@ -121,36 +129,10 @@ class LocalGenerator:
             self.slots.enter(("quick", slot_name(request)), segments)
         return LocalPrompt(fim, segments)
 
-    def _fim_prompt(self, job: CompletionJob) -> FimPrompt:
-        request = job.request
-        snippets = job.context()
-        key = slot_name(request)
-        if key not in self._window_starts:
-            # After a restart: the saved slot's window, so its KV prefix matches.
-            start = self.slots.window_start(key)
-            if start is not None:
-                self._window_starts[key] = start
-        fim = build_fim(
-            request.text,
-            request.cursor,
-            job.grounding,
-            snippets,
-            request.path,
-            self._reusable_window_start(key, request),
-        )
-        self._window_starts[key] = request.cursor - len(fim.prefix)
-        return fim
-
-    def _reusable_window_start(self, key: str, request: CompletionRequest) -> int | None:
-        """Keep last request's window start while it still fits (hysteresis)."""
-        start = self._window_starts.get(key)
-        if start is None or not 0 <= start <= request.cursor:
-            return None
-        if request.cursor - start > PREFIX_BUDGET_CHARS * 5 // 4 or (
-            start > 0 and request.text[start - 1] != "\n"
-        ):
-            return None
-        return start
+    def _fim_prompt(self, job: CompletionJob, header: Header | None = None) -> FimPrompt:
+        """The full prompt: the window start and header kept for its document
+        (after a restart, the ones saved with its slot), or `header`."""
+        return self.prompts.full(job, slot_name(job.request), header)
 
     def _quick_fim_prompt(self, request: CompletionRequest, grounding: Grounding) -> FimPrompt:
         key = slot_name(request)  # the window belongs to the slot it is kept in
@@ -269,12 +251,36 @@ class LocalGenerator:
         Called when the editor is idle: besides warming a new document, it
         re-evaluates a suffix that keystrokes only moved, so its KV is exact
         again (moved KV grows staler with every character typed before it).
-        A cancelled warm-up keeps what it evaluated so far."""
-        sync, _ = self.session.sync(prompt.segments, shift_reuse=False, cancel=cancel)
-        if self.draft_session is not None:
-            self.draft_session.sync(prompt.segments, shift_reuse=False, cancel=cancel)
+        A cancelled warm-up keeps what it evaluated so far.
+
+        Where the user moved to other code (or the header is provisional), it
+        then evaluates the prompt with the snippets the index gives for here,
+        and only once that is done makes them the document's header: a
+        keystroke never pays for a header change."""
+        evaluated = self._warm_segments(prompt.segments, cancel)
+        header = self.prompts.header_candidate(job, slot_name(job.request))
+        if header is not None:
+            evaluated += self._warm_header(job, header, cancel)
         if not (cancel and cancel.cancelled):
             self.slots.persist_if_due()
+        return evaluated
+
+    def _warm_header(self, job: CompletionJob, header: Header, cancel: CancelToken | None) -> int:
+        """The prompt with a new header, evaluated in a slot of its own (the
+        document's KV waits in RAM meanwhile; a cancelled warm-up resumes it)."""
+        key = slot_name(job.request)
+        segments = self._tokenize_segments(self._fim_prompt(job, header))
+        self.slots.enter(("header", key), segments)
+        evaluated = self._warm_segments(segments, cancel)
+        self.prompts.headers.adopt(key, header)
+        self.slots.rename_live(("completion", key))
+        log.info("new prompt header for %s (%d snippets)", key or "?", len(header.snippets))
+        return evaluated
+
+    def _warm_segments(self, segments: list[list[int]], cancel: CancelToken | None) -> int:
+        sync, _ = self.session.sync(segments, shift_reuse=False, cancel=cancel)
+        if self.draft_session is not None:
+            self.draft_session.sync(segments, shift_reuse=False, cancel=cancel)
         return sync.evaluated
 
     # -- rewrite (refactor) ------------------------------------------------------------

@@ -18,6 +18,7 @@ from speculator.slots import (
     Slot,
     model_fingerprint,
 )
+from speculator.types import Snippet
 
 
 def _slot(kind: str, path: str, nbytes: int, fill: int = 1, window: int | None = 7) -> Slot:
@@ -67,10 +68,25 @@ def test_a_saved_slot_loads_back_exactly_and_privately(disk: DiskSlots) -> None:
     loaded = disk.load(("completion", "/src/a.py"))
     assert loaded is not None
     assert loaded.target == slot.target and loaded.draft == slot.draft
-    assert loaded.window_start == 7 and disk.window_start(("completion", "/src/a.py")) == 7
+    saved = disk.saved_prompt(("completion", "/src/a.py"))
+    assert loaded.window_start == 7 and saved is not None and saved.window_start == 7
     mode = stat.S_IMODE(os.stat(disk.file_for(slot.key)).st_mode)
     assert mode == 0o600
     assert disk.load(("refactor", "/src/a.py")) is None  # another kind: another file
+
+
+def test_the_prompt_header_is_saved_with_the_slot(disk: DiskSlots) -> None:
+    """A restart rebuilds the prompt the saved KV holds: its snippets come back."""
+    slot = _slot("completion", "/src/a.py", 100)
+    slot.header = [Snippet("b.py", "def b():\n    return 1\n"), Snippet("c.py", "C = 2\n")]
+    slot.header_line = 41
+    assert disk.save(slot)
+    saved = disk.saved_prompt(("completion", "/src/a.py"))
+    assert saved is not None
+    assert saved.header == slot.header and saved.header_line == 41
+    loaded = disk.load(("completion", "/src/a.py"))
+    assert loaded is not None and loaded.header == slot.header
+    assert disk.saved_prompt(("completion", "/src/other.py")) is None
 
 
 def test_another_models_file_is_refused(

@@ -1,0 +1,280 @@
+"""The KV cache in a real workspace (issue 63): file switches, a clean restart
+and a restart after `kill -9`, through the LSP server as an editor starts it.
+
+    python -m bench.workspace_kv [--files 24] [--visit 3] [--rounds 4] [--load]
+                                 [--output FILE]
+
+A temporary folder holds `--files` standard-library modules; `groundspec
+serve` runs in it on stdio with the default options (workspace index on) and
+an empty KV slot folder. `--visit` of them are opened; each round visits them
+in turn, and each visit is an edit: a new line typed inside a function, one
+character per didChange, `x = ` then an inline completion. The prompt tokens
+each completion evaluated come from the server's `request done` log lines.
+Then the same number of completions in one file with no switch (the
+single-file typing replay the switching latency is compared with); then 3 s
+idle, `shutdown` and `exit`, a new server, the last file reopened unchanged
+and completed at the same place (a clean restart); then a few more edits,
+`kill -9`, a new server and the same (a crash). `--load` keeps one more core
+busy for the whole run (bench/load.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import sysconfig
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from speculator.totals import percentile
+
+from .cold import Server, inline, keystroke, position
+from .load import CpuLoad
+
+KEY_GAP_S = 0.05  # between two typed characters
+TYPED = "x = "
+
+
+@dataclass
+class Sample:
+    label: str
+    ms: float
+    prompt: int
+    evaluated: int
+    text: str
+
+
+@dataclass
+class OpenFile:
+    """An open document; `line` is where the next `x = ` line is typed."""
+
+    path: Path
+    text: str
+    line_start: int  # offset of the line the new line is typed before
+    indent: str
+    version: int = 1
+    cursor: int = 0
+
+    @property
+    def uri(self) -> str:
+        return self.path.as_uri()
+
+
+@dataclass
+class Report:
+    lines: list[str] = field(default_factory=list)
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+        print(line, flush=True)
+
+
+def make_workspace(root: Path, count: int) -> list[Path]:
+    """`count` standard-library modules of 8-60 KB, copied into `root`."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    picked = [
+        p
+        for p in sorted(stdlib.glob("*.py"))
+        if not p.name.startswith("_") and 8_000 <= p.stat().st_size <= 60_000
+    ][:count]
+    root.mkdir(parents=True, exist_ok=True)
+    for path in picked:
+        shutil.copy(path, root / path.name)
+    return [root / p.name for p in picked]
+
+
+def edit_point(text: str) -> tuple[int, str] | None:
+    """(offset of a body line, its indentation) inside a function two thirds down."""
+    lines = text.split("\n")
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    for i in range(len(lines) * 2 // 3, len(lines) - 2):
+        match = re.match(r"( *)def \w+\(.*\):\s*$", lines[i])
+        if match is None:
+            continue
+        body = lines[i + 1]
+        indent = body[: len(body) - len(body.lstrip())]
+        if len(indent) > len(match.group(1)) and not body.lstrip().startswith(('"', "'")):
+            return offsets[i + 1], indent
+    return None
+
+
+def open_file(server: Server, path: Path) -> OpenFile:
+    text = path.read_text()
+    found = edit_point(text)
+    if found is None:
+        raise ValueError(f"no function body to edit in {path.name}")
+    doc = OpenFile(path, text, found[0], found[1])
+    item = {"uri": doc.uri, "languageId": "python", "version": 1, "text": text}
+    server.notify("textDocument/didOpen", {"textDocument": item})
+    return doc
+
+
+def insert(server: Server, doc: OpenFile, at: int, chars: str) -> None:
+    """Type `chars` at `at`, one didChange per character."""
+    for i, char in enumerate(chars):
+        where = position(doc.text, at + i)
+        doc.version += 1
+        server.notify(
+            "textDocument/didChange",
+            {
+                "textDocument": {"uri": doc.uri, "version": doc.version},
+                "contentChanges": [{"range": {"start": where, "end": where}, "text": char}],
+            },
+        )
+        doc.text = doc.text[: at + i] + char + doc.text[at + i :]
+        time.sleep(KEY_GAP_S)
+    doc.cursor = at + len(chars)
+
+
+def visit(server: Server, doc: OpenFile, label: str) -> Sample:
+    """Enter at the end of the line above the edit line, `x = `, a completion; the
+    next visit types below this one."""
+    insert(server, doc, doc.line_start - 1, "\n" + doc.indent + TYPED)
+    doc.line_start = doc.cursor + 1
+    return complete(server, doc, label)
+
+
+def complete(server: Server, doc: OpenFile, label: str) -> Sample:
+    ms, text, stats = inline(server, doc.uri, doc.text, doc.cursor)
+    key = keystroke(ms, text, stats)
+    return Sample(label, ms, key.prompt_tokens, key.evaluated if stats else -1, text)
+
+
+def start_server(root: Path, kv_dir: Path) -> Server:
+    env = dict(os.environ, GROUNDSPEC_KV_DIR=str(kv_dir), GROUNDSPEC_LOG_LEVEL="INFO")
+    server = Server(env)
+    server.call(
+        "initialize",
+        {
+            "processId": os.getpid(),
+            "rootUri": root.as_uri(),
+            "capabilities": {"window": {"workDoneProgress": True}},
+        },
+    )
+    server.notify("initialized", {})
+    deadline = time.monotonic() + 300
+    while server.call("groundspec/stats", {})["server"]["engineState"] != "ready":
+        if time.monotonic() > deadline:
+            raise RuntimeError("the models did not load")
+        time.sleep(0.2)
+    return server
+
+
+def stop_server(server: Server) -> None:
+    server.call("shutdown", None, timeout=60)
+    server.notify("exit", None)
+    server.proc.wait(60)
+
+
+def log_lines(server: Server, pattern: str) -> list[str]:
+    """Lines of the server's log (read so far) matching `pattern`."""
+    found: list[str] = []
+    while not server.log.empty():
+        line = server.log.get_nowait()
+        if re.search(pattern, line):
+            found.append(line.strip())
+    return found
+
+
+def reopen(server: Server, doc: OpenFile) -> OpenFile:
+    """The document as it was left, opened in a new server."""
+    again = OpenFile(doc.path, doc.text, doc.line_start, doc.indent, 1, doc.cursor)
+    item = {"uri": again.uri, "languageId": "python", "version": 1, "text": again.text}
+    server.notify("textDocument/didOpen", {"textDocument": item})
+    return again
+
+
+def describe(s: Sample) -> str:
+    return f"{s.label}: {s.ms:.0f} ms, evaluated {s.evaluated} of {s.prompt}"
+
+
+def run(args: argparse.Namespace, report: Report) -> None:
+    root = Path(tempfile.mkdtemp(prefix="groundspec-ws-kv-"))
+    kv_dir = root.parent / (root.name + "-slots")
+    files = make_workspace(root / "src", args.files)
+    chosen = [p for p in files if edit_point(p.read_text()) is not None][: args.visit]
+    report.add(
+        f"workspace: {len(files)} files; visited: {', '.join(p.name for p in chosen)}; "
+        f"load average {os.getloadavg()[0]:.1f}; one core busy: {args.load}"
+    )
+    server = start_server(root / "src", kv_dir)
+    try:
+        docs = [open_file(server, p) for p in chosen]
+        rounds: list[list[Sample]] = []
+        for r in range(args.rounds):
+            row = []
+            for doc in docs:
+                row.append(visit(server, doc, f"round {r + 1} {doc.path.name}"))
+                time.sleep(args.think)  # reads it, moves to another file
+            rounds.append(row)
+            report.add("; ".join(describe(s) for s in row))
+        single = [visit(server, docs[0], "single") for _ in range(len(docs) * (args.rounds - 1))]
+        after_first = [s for row in rounds[1:] for s in row]
+        summarize(report, after_first, single)
+        time.sleep(3.0)
+        last = docs[-1]
+        stop_server(server)
+        server = start_server(root / "src", kv_dir)
+        doc = reopen(server, last)
+        first = complete(server, doc, "clean restart, first completion")
+        report.add(describe(first) + f"; {first.text.splitlines()[0] if first.text else ''!r}")
+        report.add(f"slot warnings: {log_lines(server, 'ignoring KV slot|did not restore')}")
+        for _ in range(2):
+            report.add(describe(visit(server, doc, "edit after the restart")))
+        time.sleep(args.crash_after)
+        server.proc.kill()
+        server.proc.wait(30)
+        server = start_server(root / "src", kv_dir)
+        doc = reopen(server, doc)
+        crash = complete(server, doc, "after kill -9, first completion")
+        report.add(describe(crash) + f"; {crash.text.splitlines()[0] if crash.text else ''!r}")
+        report.add(f"slot warnings: {log_lines(server, 'ignoring KV slot|did not restore')}")
+        stop_server(server)
+    finally:
+        if server.proc.poll() is None:
+            server.proc.kill()
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(kv_dir, ignore_errors=True)
+
+
+def summarize(report: Report, switching: list[Sample], single: list[Sample]) -> None:
+    evaluated = [s.evaluated for s in switching]
+    ms, base = [s.ms for s in switching], [s.ms for s in single]
+    report.add(
+        f"switching, after each file's first visit ({len(switching)} completions): evaluated "
+        f"median {statistics.median(evaluated)}, max {max(evaluated)}; ms p50 "
+        f"{percentile(ms, 50):.0f}, p95 {percentile(ms, 95):.0f}"
+    )
+    report.add(
+        f"single-file replay ({len(single)} completions): evaluated median "
+        f"{statistics.median(s.evaluated for s in single)}; ms p50 {percentile(base, 50):.0f}, "
+        f"p95 {percentile(base, 95):.0f}; p95 ratio {percentile(ms, 95) / percentile(base, 95):.2f}"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, default=24, help="modules in the workspace")
+    parser.add_argument("--visit", type=int, default=3, help="files visited in turn")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--think", type=float, default=2.0, help="seconds between visits")
+    parser.add_argument("--crash-after", type=float, default=2.0, help="seconds before kill -9")
+    parser.add_argument("--load", action="store_true", help="keep one more core busy")
+    parser.add_argument("--output", type=Path)
+    args = parser.parse_args(argv)
+    report = Report()
+    with CpuLoad(args.load):
+        run(args, report)
+    if args.output:
+        args.output.write_text("\n".join(report.lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
