@@ -456,6 +456,7 @@ class FrontDoor:
             top_p=pick(body.top_p, 1.0),
             top_k=max(0, top_k or 0),
             seed=body.seed or 0,
+            workspace_context=options.http_workspace_context,
         )
 
     def _settings(self, body: wire.InfillBody | wire.CompletionBody, n_predict: int) -> Any:

@@ -122,6 +122,22 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
         bool,
         _help("Index the workspace's files (watchdog) for prompt context and drafting."),
     ] = True
+    workspace_roots: Annotated[
+        list[str],
+        _help(
+            "Folders an LSP client on TCP may have indexed besides the one the server was "
+            "started in (at or under them). Read from the config file only: a client cannot "
+            "widen it. `/`, the home folder itself and system folders are never indexed."
+        ),
+    ] = msgspec.field(default_factory=list)
+    http_workspace_context: Annotated[
+        bool,
+        _help(
+            "Put the workspace index's snippets (HTTP beside LSP) into the prompts of HTTP "
+            "requests too; off: an HTTP client gets only the context it sends (input_extra), "
+            "never another client's workspace files."
+        ),
+    ] = False
     next_edit: Annotated[
         bool,
         _help(

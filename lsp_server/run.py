@@ -72,6 +72,7 @@ def serve_with_lsp(
     host, port = parse_http(http)
     lsp_address = parse_tcp(tcp) if tcp else None
     ls = create_server(config)
+    ls.service.roots.confined = lsp_address is not None  # a client it did not start with
     front = FrontDoor(ls.service, lambda: ls.service.options, api_key=api_key)
 
     async def main() -> None:
@@ -109,6 +110,7 @@ def run_lsp(
     setup_logging(log_file)
     address = parse_tcp(tcp) if tcp else None
     ls = create_server(config or StartupConfig(options=ServerOptions()))
+    ls.service.roots.confined = address is not None  # a client it did not start with
     try:
         if address is not None:
             log.info("listening on %s:%d", *address)

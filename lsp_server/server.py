@@ -96,7 +96,7 @@ class GroundspecServer(LanguageServer):
         folders = self.workspace.folders  # pygls' Workspace: the client's folders and root
         uris = [f.uri for f in folders.values()] or [self.workspace.root_uri or ""]
         paths = [to_fs_path(uri) for uri in uris if uri.startswith("file:")]
-        return next((p for p in paths if p and os.path.isdir(p)), None)
+        return self.service.admit_root(next((p for p in paths if p and os.path.isdir(p)), None))
 
     def shutdown(self) -> None:
         # Don't wait for the stdin reader thread: it is blocked in readline().
@@ -289,9 +289,9 @@ def offer_completion_items(ls: GroundspecServer, client: types.ClientCapabilitie
 
 @handler
 def on_initialized(ls: GroundspecServer, params: types.InitializedParams) -> None:
+    ls.start_service()  # may add a problem: a workspace root it refuses to index
     for problem in ls.service.problems:
         ls.show(f"groundspec: {problem}")
-    ls.start_service()
 
 
 @handler

@@ -37,6 +37,7 @@ from speculator.workspace import WorkspaceIndex
 from . import requests as rq
 from .documents import Change, Document, DocumentError, DocumentStore
 from .options import ServerOptions, StartupConfig, apply_overrides
+from .roots import RootPolicy
 from .scheduler import CompletionCache, Scheduler
 from .worker import EngineHost, EngineUnavailable, Worker
 
@@ -66,6 +67,8 @@ class CompletionService:
         self.last_uri: str | None = None  # warmed once the models are ready
         self.workspace_root: str | None = None
         self.workspace_index: WorkspaceIndex | None = None
+        # The config file's roots (never a client's); run.py confines a TCP client to them.
+        self.roots = RootPolicy([os.getcwd(), *startup.options.workspace_roots])
 
     # -- options ---------------------------------------------------------------
 
@@ -128,6 +131,17 @@ class CompletionService:
             log.error("model loading failed: %s", error)
         if on_ready is not None:
             on_ready(None if error is None else str(error))
+
+    def admit_root(self, root: str | None) -> str | None:
+        """`root` if the index may scan it; else None, with the reason among the
+        problems shown to the user (completions work on without an index)."""
+        if root is None or not self.options.workspace_index:
+            return root
+        if (problem := self.roots.problem(root)) is None:
+            return root
+        log.warning("workspace index refused: %s", problem)
+        self.problems.append(f"{problem}: not indexed (completions still work, without it)")
+        return None
 
     def _start_workspace_index(self) -> None:
         """Index the workspace root in the background (never on the request path)."""

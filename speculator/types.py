@@ -123,6 +123,9 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     # sharing most words with the text before the cursor come first, then the
     # workspace index's (speculator/pipeline.py).
     extra_context: list[Snippet] | None = None
+    # Add the workspace index's snippets after extra_context. Off for HTTP clients
+    # unless httpWorkspaceContext: they get only the context they send.
+    workspace_context: bool = True
 
 
 class Progress(msgspec.Struct):
