@@ -10,8 +10,6 @@ handler task and the service fires the request's CancelToken.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -26,7 +24,6 @@ from speculator.types import (
     CompletionRequest,
     CompletionResult,
     Engine,
-    Progress,
     RefactorRequest,
     RefactorResult,
     Snippet,
@@ -51,13 +48,18 @@ from .http_io import (
     start_stream,
     sum_stats,
 )
+from .http_llama import LlamaExtras, tokenizer_of
+from .http_prompts import Prompt, needs_tokenizer, prompt_text, prompts_of, raw_fim
 from .http_slots import SlotRouter
+from .http_stream import streamed
 from .options import ServerOptions
 from .startup import cannot_listen
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+# What a llama-server request completes: text, cursor, languageId, context, the prompt echoed.
+Source = tuple[str, int, str, list[Snippet], str]
 
 
 class EngineGate(Protocol):
@@ -90,6 +92,8 @@ class FrontDoor:
         self.options = options
         self.api_key = api_key  # required of every client but on /health, /models
         self.slots = SlotRouter()
+        self.running: dict[str, set[CancelToken]] = {}  # by client: what /slots erase cancels
+        self.extras = LlamaExtras(self._call, options, self.slots, self.running)
 
     def app(self) -> web.Application:
         app = web.Application(
@@ -102,12 +106,13 @@ class FrontDoor:
             web.get("/v1/health", self.health),
             web.post("/infill", self.infill),
             web.post("/completion", self.completion),
-            web.post("/completions", self.openai_completions),
+            web.post("/completions", self.completion),  # llama-server's, not OpenAI's
             web.post("/v1/completions", self.openai_completions),
             web.post("/chat/completions", self.chat_completions),
             web.post("/v1/chat/completions", self.chat_completions),
             web.get("/models", self.models),
             web.get("/v1/models", self.models),
+            *self.extras.routes(),
         ]
         app.add_routes(routes)
         return app
@@ -136,29 +141,66 @@ class FrontDoor:
         text = prefix + body.input_suffix
         extra = [Snippet(path=c.filename, text=c.text) for c in body.input_extra if c.text]
         language = wire.guess_language(body, body.input_extra)
-        return await self._llama_generate(request, body, text, len(prefix), language, extra)
+        source = (text, len(prefix), language, extra, body.prompt)
+        return await self._llama_generate(request, body, source)
 
     async def completion(self, request: web.Request) -> web.StreamResponse:
+        """A prompt completed at its end, or as the FIM layout it is written in
+        (http_prompts.py); several prompts: a list of answers, as llama-server."""
         body = wire.decode(await request.read(), wire.CompletionBody)
-        language = wire.guess_language(body)
-        return await self._llama_generate(
-            request, body, body.prompt, len(body.prompt), language, []
+        client = slot_key(request, body.id_slot)
+        texts = await self._prompt_texts(prompts_of(body.prompt), client)
+        sources = [self._read_prompt(body, text) for text in texts]
+        if len(sources) == 1:
+            return await self._llama_generate(request, body, sources[0])
+        if body.stream:
+            raise wire.BadRequest("stream: true takes one prompt at a time")
+        for source in sources:
+            self._check_text(source[0])
+        answers = [await self._llama_payload(request, body, source, None) for source in sources]
+        return json_response([answer | {"index": i} for i, answer in enumerate(answers)])
+
+    def _read_prompt(self, body: wire.CompletionBody, prompt: str) -> Source:
+        fim = raw_fim(prompt)
+        if fim is None:
+            return prompt, len(prompt), wire.guess_language(body), [], prompt
+        path = body.filename or fim.path
+        language = body.language or (wire.language_id_for_path(path) if path else "plaintext")
+        return fim.prefix + fim.suffix, len(fim.prefix), language, fim.extra, prompt
+
+    async def _prompt_texts(self, prompts: list[Prompt], client: str) -> list[str]:
+        """The prompts as text: token ids spelled out with the model's vocabulary."""
+        if not needs_tokenizer(prompts):
+            return [prompt_text(prompt, None) for prompt in prompts]
+        return await self._call(
+            lambda engine, _: [prompt_text(p, tokenizer_of(engine)) for p in prompts], client
         )
 
     async def _llama_generate(
+        self, request: web.Request, body: wire.InfillBody | wire.CompletionBody, source: Source
+    ) -> web.StreamResponse:
+        self._check_text(source[0])
+        stream = await start_stream(request) if body.stream else None
+        payload = await self._llama_payload(request, body, source, stream)
+        if stream is None:
+            return json_response(payload)
+        # In stream mode the content went out in the partial events (as llama-server).
+        await send_event(stream, payload | {"content": ""})
+        return stream
+
+    async def _llama_payload(
         self,
         request: web.Request,
         body: wire.InfillBody | wire.CompletionBody,
-        text: str,
-        cursor: int,
-        language: str,
-        extra: list[Snippet],
-    ) -> web.StreamResponse:
+        source: Source,
+        stream: web.StreamResponse | None,
+    ) -> dict[str, Any]:
+        """One /infill or /completion answer (its text streamed when `stream`)."""
+        text, cursor, language, extra, echo = source
+        wire.refuse_unsupported(body.n_probs, body.logit_bias)
         max_tokens = self._max_tokens(body.n_predict)
-        self._check_text(text)
         n_indent = body.n_indent if isinstance(body, wire.InfillBody) else 0
         stops = body.stop or []
-        stream = await start_stream(request) if body.stream else None
         if max_tokens == 0:
             # llama.vim / llama.vscode send extra context ahead of time this way: it
             # travels with each completion anyway, so there is nothing to compute.
@@ -178,20 +220,15 @@ class FrontDoor:
                 result.text, stops, n_indent, max_tokens, generated, timed_out=result.timed_out
             )
         settings = self._settings(body, max_tokens)
-        payload = wire.llama_completion(
+        return wire.llama_completion(
             result,
             done,
             model=self.model_name,
-            prompt=body.prompt,
+            prompt=echo,
             id_slot=body.id_slot,
             settings=settings,
             response_fields=body.response_fields,
         )
-        if stream is None:
-            return json_response(payload)
-        # In stream mode the content went out in the partial events (as llama-server).
-        await send_event(stream, payload | {"content": ""})
-        return stream
 
     # -- OpenAI -----------------------------------------------------------------------
 
@@ -206,9 +243,10 @@ class FrontDoor:
 
     async def openai_completions(self, request: web.Request) -> web.StreamResponse:
         body = wire.decode(await request.read(), wire.OpenAICompletionBody)
-        prompts = body.prompts()
+        wire.refuse_unsupported(body.logprobs, body.logit_bias)
         max_tokens = self._max_tokens(body.max_tokens)
         client = slot_key(request, body.id_slot)
+        prompts = await self._prompt_texts(prompts_of(body.prompt), client)
         language = body.language or (
             wire.language_id_for_path(body.filename) if body.filename else "plaintext"
         )
@@ -219,9 +257,12 @@ class FrontDoor:
         stream = await start_stream(request) if body.stream else None
         choices, stats = [], []
         for p, prompt in enumerate(prompts):
-            text = prompt + (body.suffix or "")
+            fim = raw_fim(prompt)  # a prompt in the FIM layout: its parts
+            before = prompt if fim is None else fim.prefix
+            text = before + ((body.suffix or "") if fim is None else fim.suffix)
+            extra = [] if fim is None else fim.extra
             completion = msgspec.structs.replace(
-                self._completion_request(body, text, len(prompt), language, max_tokens),
+                self._completion_request(body, text, len(before), language, max_tokens),
                 slot=self.slots.route(client, text, body.filename),
             )
             previous: CompletionResult | None = None
@@ -241,7 +282,7 @@ class FrontDoor:
                 else:
                     seed = completion.seed + j if completion.seed >= 0 else -1  # -1: random
                     seeded = msgspec.structs.replace(completion, seed=seed)
-                    result = await self._sample(seeded, client, [], body.stops(), 0, send)
+                    result = await self._sample(seeded, client, extra, body.stops(), 0, send)
                 previous = result
                 stats.append(result.stats)
                 generated = result.stats.generated_tokens
@@ -354,61 +395,14 @@ class FrontDoor:
         self.gate.ensure_loading()
         token = CancelToken()
         log.debug("engine call for %s", slot)
-        return await self.gate.call_engine(lambda engine: call(engine, token), token)
-
-    async def _streamed(
-        self,
-        completion: CompletionRequest,
-        client: str,
-        extra: list[Snippet],
-        stops: list[str],
-        n_indent: int,
-        send: Callable[[str, int, int], Awaitable[None]],
-    ) -> CompletionResult:
-        """Run a completion, sending its text as the engine accepts tokens.
-
-        The engine reports the text as it would be if decoding stopped now; only
-        the part later tokens can no longer change is sent (complete lines, or the
-        line but for a tail that could still turn out to repeat the text after the
-        cursor or start a stop string), the rest once decoding is done; all after
-        the HTTP side's own post-processing (stop strings, n_indent)."""
-
-        def cut(text: str) -> str:
-            return wire.finish(text, stops, n_indent, 0, 0).content
-
-        loop = asyncio.get_running_loop()
-        reports: asyncio.Queue[Progress | None] = asyncio.Queue()
-
-        def report(progress: Progress) -> None:  # on the engine thread
-            with contextlib.suppress(RuntimeError):  # the loop closed: shutting down
-                loop.call_soon_threadsafe(reports.put_nowait, progress)
-
-        hold = max(
-            [len(wire.rest_of_line(completion.text, completion.cursor))] + [len(s) for s in stops]
-        )
-        task = asyncio.ensure_future(
-            self._complete(msgspec.structs.replace(completion, on_progress=report), client, extra)
-        )
-        task.add_done_callback(lambda _: reports.put_nowait(None))
-        sent = ""
+        running = self.running.setdefault(slot, set())
+        running.add(token)
         try:
-            while (progress := await reports.get()) is not None:
-                stable = wire.streamable(cut(progress.text), hold)
-                if len(stable) > len(sent) and stable.startswith(sent):
-                    await send(
-                        stable[len(sent) :], progress.generated_tokens, progress.prompt_tokens
-                    )
-                    sent = stable
-            result = await task
+            return await self.gate.call_engine(lambda engine: call(engine, token), token)
         finally:
-            task.cancel()  # the client went away: cancel the engine call (no-op when done)
-        final = cut(result.text)
-        if not final.startswith(sent):
-            log.warning("streamed text %r is not a prefix of the completion %r", sent, final)
-        elif len(final) > len(sent):
-            stats = result.stats
-            await send(final[len(sent) :], stats.generated_tokens, stats.prompt_tokens)
-        return result
+            running.discard(token)
+            if not running:
+                self.running.pop(slot, None)
 
     async def _sample(
         self,
@@ -422,7 +416,9 @@ class FrontDoor:
         """One completion, streamed through `send` when given."""
         if send is None:
             return await self._complete(completion, client, extra)
-        return await self._streamed(completion, client, extra, stops, n_indent, send)
+        return await streamed(
+            lambda c: self._complete(c, client, extra), completion, stops, n_indent, send
+        )
 
     def _check_text(self, text: str) -> None:
         """Refuse (400) what groundspec/complete refuses: text over maxDocumentChars or

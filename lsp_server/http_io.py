@@ -90,7 +90,7 @@ def _status_of(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, EngineUnavailable):
         return 503, str(exc)
     if isinstance(exc, Cancelled):
-        return 503, "the request was cancelled (the server is stopping)"
+        return 503, "the request was cancelled (its slot was erased, or the server is stopping)"
     return 500, "internal error; see the server log"
 
 

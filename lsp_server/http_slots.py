@@ -57,6 +57,13 @@ class SlotRouter:
             best = self._new_name(client)
         return self._touch(best, client, lines)
 
+    def forget(self, client: str) -> int:
+        """Forget `client`'s documents (its next request starts a new slot); how many."""
+        names = [name for name, doc in self._documents.items() if doc.client == client]
+        for name in names:
+            del self._documents[name]
+        return len(names)
+
     def _new_name(self, client: str) -> str:
         return f"http {client} #{next(self._numbers)}"
 

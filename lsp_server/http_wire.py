@@ -71,9 +71,10 @@ def _lone_surrogate(body: bytes) -> bool:
 
 
 class ExtraChunk(msgspec.Struct):
-    """One input_extra entry: a piece of another file (llama.vim also sends `time`)."""
+    """One input_extra entry: a piece of another file (llama.vim also sends `time`);
+    `text` is required, as llama-server requires it."""
 
-    text: str = ""
+    text: str
     filename: str = ""
 
 
@@ -89,6 +90,8 @@ class _Sampling(msgspec.Struct, kw_only=True):
     t_max_predict_ms: float | None = None
     cache_prompt: bool = True
     id_slot: int = -1
+    n_probs: int = 0  # refused when > 0 (unsupported)
+    logit_bias: Any = None  # refused when given (unsupported)
     stream: bool = False
     response_fields: list[str] | None = None
     # groundspec extensions (llama-server ignores them): what file this is
@@ -106,7 +109,7 @@ class InfillBody(_Sampling, kw_only=True):
 
 
 class CompletionBody(_Sampling, kw_only=True):
-    prompt: str
+    prompt: Any  # text, token ids or a list of them: http_prompts.prompts_of reads it
 
 
 def guess_language(body: _Sampling, extra: list[ExtraChunk] | None = None) -> str:
@@ -151,15 +154,26 @@ class _OpenAISampling(msgspec.Struct, kw_only=True):
 
 
 class OpenAICompletionBody(_OpenAISampling, kw_only=True):
-    prompt: str | list[str]
+    prompt: Any  # text, token ids or a list of them: http_prompts.prompts_of reads it
     suffix: str | None = None
     echo: bool = False
+    logprobs: int | None = None  # refused when > 0 (unsupported)
+    logit_bias: Any = None  # refused when given (unsupported)
 
-    def prompts(self) -> list[str]:
-        prompts = [self.prompt] if isinstance(self.prompt, str) else self.prompt
-        if not prompts:
-            raise BadRequest("prompt is empty")
-        return prompts
+
+def refuse_unsupported(n_probs: int | None, logit_bias: Any) -> None:
+    """Fields groundspec deliberately does not serve, refused rather than ignored
+    (docs/http.md): a client relying on them would get wrong answers silently."""
+    if n_probs:
+        raise BadRequest(
+            "n_probs / logprobs: groundspec does not report token probabilities (its "
+            "speculative decoder accepts drafted tokens in batches); leave it out or 0"
+        )
+    if logit_bias:
+        raise BadRequest(
+            "logit_bias: groundspec does not bias tokens (its drafts are verified against "
+            "the model's own distribution, which a bias would change); leave it out"
+        )
 
 
 class ContentPart(msgspec.Struct):

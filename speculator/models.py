@@ -94,9 +94,10 @@ class Model:
             raise EngineError("tokenization failed")
         return list(buf[:n])
 
-    def token_bytes(self, token: int) -> bytes:
+    def token_bytes(self, token: int, special: bool = False) -> bytes:
+        """The token's text; a special token's (<|fim_prefix|>) only if `special`."""
         buf = ctypes.create_string_buffer(64)
-        n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, 64, 0, False)
+        n = llama_cpp.llama_token_to_piece(self.vocab, token, buf, 64, 0, special)
         return buf.raw[:n] if n > 0 else b""
 
     def special_token(self, text: str) -> int:

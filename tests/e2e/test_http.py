@@ -425,7 +425,7 @@ async def test_openai_client_sees_a_bad_request_error(client: openai.AsyncOpenAI
         ("/infill", b'{"input_prefix": "caf\xe9"}', "not valid UTF-8"),
         ("/completion", b"{}", "prompt"),
         ("/completion", b'{"prompt": "x", "temperature": -1}', "$.temperature"),
-        ("/v1/completions", b'{"prompt": 3}', "$.prompt"),
+        ("/v1/completions", b'{"prompt": 3}', '"prompt" must be a string'),
         ("/v1/completions", b'{"prompt": []}', "prompt is empty"),
         ("/v1/chat/completions", b'{"messages": []}', "$.messages"),
         ("/v1/chat/completions", b'{"messages": [{"content": "x"}]}', "role"),

@@ -64,7 +64,7 @@ def test_response_fields_pick_nested_values_under_their_path() -> None:
 
 def test_the_language_comes_from_the_request_or_the_extra_files() -> None:
     body = InfillBody()
-    extra = [ExtraChunk(filename="a.go"), ExtraChunk(filename="b.go"), ExtraChunk("x", "c.rs")]
+    extra = [ExtraChunk("", "a.go"), ExtraChunk("", "b.go"), ExtraChunk("x", "c.rs")]
     assert guess_language(body, extra) == "go"
     assert guess_language(body, []) == "plaintext"
     assert guess_language(InfillBody(filename="m.ts"), extra) == "typescript"

@@ -1,0 +1,160 @@
+"""Prompts as llama-server takes them: text, token ids, lists of either, and raw
+fill-in-the-middle prompts written with the model's special tokens.
+
+llama-server tokenizes a prompt with special tokens parsed, so a client that
+writes Qwen's FIM layout itself (Zed's `prompt_format: qwen`, minuet, Continue)
+gets a FIM completion:
+
+    [<|repo_name|>NAME\n<|file_sep|>PATH\nTEXT\n...<|file_sep|>PATH\n]
+    <|fim_prefix|>PREFIX<|fim_suffix|>SUFFIX<|fim_middle|>[MIDDLE SO FAR]
+
+groundspec reads that layout back into what it is (the text before and after the
+cursor, the other files as context, the file's path) and completes it as /infill
+would; its own prompt is the same layout. Token ids are turned back into text
+with the model's vocabulary (special tokens as their text), then read the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+import msgspec
+
+from speculator.prompt import FILE_SEP, FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, REPO_NAME
+from speculator.types import Snippet
+
+from .http_wire import BadRequest
+
+Piece = str | int  # a run of text, or one token id
+Prompt = list[Piece]
+
+
+class Tokenizer(Protocol):
+    """The model's vocabulary (speculator/models.py's Model)."""
+
+    n_vocab: int
+
+    def tokenize(self, text: str, special: bool = False) -> list[int]: ...
+
+    def token_bytes(self, token: int, special: bool = False) -> bytes: ...
+
+
+class RawFim(msgspec.Struct):
+    prefix: str
+    suffix: str
+    extra: list[Snippet]
+    path: str | None = None
+
+
+def prompts_of(value: Any) -> list[Prompt]:
+    """llama-server's prompt forms: a string, token ids (mixed with strings: one
+    prompt), or a list of those (several prompts). BadRequest otherwise."""
+    if isinstance(value, str):
+        return [[value]]
+    if isinstance(value, list) and not value:
+        raise BadRequest("prompt is empty")
+    if not isinstance(value, list):
+        raise BadRequest('"prompt" must be a string, token ids, or a list of them')
+    if any(_is_token(v) for v in value):
+        return [_one_prompt(value)]
+    return [[v] if isinstance(v, str) else _one_prompt(v) for v in value]
+
+
+def _is_token(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _one_prompt(value: Any) -> Prompt:
+    if not isinstance(value, list) or not all(isinstance(v, str) or _is_token(v) for v in value):
+        raise BadRequest("each prompt must be a string or a list of token ids and strings")
+    return list(value)
+
+
+def needs_tokenizer(prompts: list[Prompt]) -> bool:
+    return any(_is_token(piece) for prompt in prompts for piece in prompt)
+
+
+def prompt_text(prompt: Prompt, tokenizer: Tokenizer | None) -> str:
+    """The prompt as text: token ids spelled out (special tokens as their text)."""
+    out: list[str] = []
+    tokens: list[int] = []
+    for piece in prompt + [""]:
+        if isinstance(piece, str):
+            if tokens:
+                out.append(detokenize(tokens, tokenizer))
+                tokens = []
+            out.append(piece)
+        else:
+            tokens.append(piece)
+    return "".join(out)
+
+
+def detokenize(tokens: list[int], tokenizer: Tokenizer | None) -> str:
+    if tokenizer is None:
+        raise BadRequest("token ids need the model's vocabulary: this engine has none (send text)")
+    bad = [t for t in tokens if not 0 <= t < tokenizer.n_vocab]
+    if bad:
+        raise BadRequest(
+            f"token id {bad[0]} is outside the vocabulary (0..{tokenizer.n_vocab - 1})"
+        )
+    data = b"".join(tokenizer.token_bytes(t, special=True) for t in tokens)
+    return data.decode("utf-8", errors="replace")
+
+
+def raw_fim(prompt: str) -> RawFim | None:
+    """The parts of a prompt written in Qwen's FIM layout; None for any other prompt
+    (plain text is completed at its end, as before)."""
+    stripped = prompt.lstrip()
+    starts_fim = stripped.startswith((FIM_PREFIX, REPO_NAME, FILE_SEP))
+    if not starts_fim or FIM_PREFIX not in prompt or FIM_MIDDLE not in prompt:
+        return None
+    head, _, fim = prompt.partition(FIM_PREFIX)
+    before_middle, _, middle = fim.partition(FIM_MIDDLE)
+    prefix, _, suffix = before_middle.partition(FIM_SUFFIX)
+    extra, path = _repo_files(head)
+    return RawFim(prefix=prefix + middle, suffix=suffix, extra=extra, path=path)
+
+
+def _repo_files(head: str) -> tuple[list[Snippet], str | None]:
+    """The other files of a repo-level prompt, and the current file's path (the
+    last file header, the one the FIM part belongs to)."""
+    parts = head.split(FILE_SEP)
+    files = []
+    for part in parts[1:]:
+        name, _, text = part.partition("\n")
+        files.append((name.strip(), text))
+    if not files:
+        return [], None
+    current, _ = files[-1]
+    extra = [Snippet(path=name, text=text) for name, text in files[:-1] if text.strip()]
+    return extra, current or None
+
+
+# -- /tokenize and /detokenize -----------------------------------------------------------
+
+
+class TokenizeBody(msgspec.Struct, kw_only=True):
+    content: str
+    add_special: bool = False
+    parse_special: bool = True
+    with_pieces: bool = False
+
+
+class DetokenizeBody(msgspec.Struct, kw_only=True):
+    tokens: list[int]
+
+
+def tokenize_answer(body: TokenizeBody, tokenizer: Tokenizer) -> dict[str, Any]:
+    """llama-server's /tokenize: ids, or {id, piece} with pieces (a piece that is not
+    whole UTF-8 is given as its bytes)."""
+    tokens = tokenizer.tokenize(body.content, special=body.parse_special)
+    if not body.with_pieces:
+        return {"tokens": tokens}
+    pieces: list[dict[str, Any]] = []
+    for token in tokens:
+        data = tokenizer.token_bytes(token, special=True)
+        try:
+            pieces.append({"id": token, "piece": data.decode("utf-8")})
+        except UnicodeDecodeError:
+            pieces.append({"id": token, "piece": list(data)})
+    return {"tokens": pieces}

@@ -1,0 +1,151 @@
+"""What llama-server's own clients and tests expect of the HTTP door (fake engine):
+raw FIM prompts, prompt forms, /props, /slots, /tokenize, refusals of what
+groundspec does not serve, and input_extra checked as llama-server checks it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import pytest
+import pytest_asyncio
+
+from .conftest import FAKE_TEXT
+from .http_helpers import Served, serve_http
+
+PREFIX = "def add(a, b):\n    return "
+RAW_FIM = f"<|fim_prefix|>{PREFIX}<|fim_suffix|>\n<|fim_middle|>"
+INFILL = {
+    "input_prefix": '#include <cstdio>\n#include "llama.h"\n\nint main() {\n',
+    "prompt": "    int n_threads = llama_",
+    "input_suffix": "}\n",
+}
+
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def server() -> AsyncIterator[Served]:
+    async with serve_http() as served:
+        yield served
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def post(http: aiohttp.ClientSession, url: str, body: Any) -> tuple[int, Any]:
+    async with http.post(url, json=body) as response:
+        return response.status, await response.json()
+
+
+async def test_a_raw_fim_prompt_is_read_as_fim(server: Served, http: aiohttp.ClientSession) -> None:
+    # The fake engine counts the characters before the cursor as prompt tokens: the
+    # prefix alone, not the markers and suffix (which plain text would count).
+    status, body = await post(http, server.url + "/v1/completions", {"prompt": RAW_FIM})
+    assert status == 200 and body["choices"][0]["text"] == FAKE_TEXT
+    assert body["usage"]["prompt_tokens"] == len(PREFIX)
+    status, body = await post(http, server.url + "/completion", {"prompt": RAW_FIM})
+    assert status == 200 and body["content"] == FAKE_TEXT
+    assert body["tokens_evaluated"] == len(PREFIX) and body["prompt"] == RAW_FIM
+
+
+async def test_plain_prompts_are_still_completed_at_their_end(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    status, body = await post(http, server.url + "/completion", {"prompt": PREFIX})
+    assert status == 200 and body["tokens_evaluated"] == len(PREFIX)
+
+
+async def test_completions_without_v1_is_llama_servers(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    status, body = await post(http, server.url + "/completions", {"prompt": "x = "})
+    assert status == 200 and body["content"] == FAKE_TEXT and "choices" not in body
+
+
+async def test_several_prompts_get_a_list(server: Served, http: aiohttp.ClientSession) -> None:
+    status, body = await post(http, server.url + "/completion", {"prompt": ["a = ", RAW_FIM]})
+    assert status == 200 and [answer["index"] for answer in body] == [0, 1]
+    assert [answer["tokens_evaluated"] for answer in body] == [len("a = "), len(PREFIX)]
+    stream = {"prompt": ["a", "b"], "stream": True}
+    status, body = await post(http, server.url + "/completion", stream)
+    assert status == 400 and "one prompt at a time" in body["error"]["message"]
+    status, body = await post(http, server.url + "/v1/completions", {"prompt": ["a", "b"]})
+    assert status == 200 and len(body["choices"]) == 2
+
+
+async def test_token_ids_need_a_vocabulary(server: Served, http: aiohttp.ClientSession) -> None:
+    status, body = await post(http, server.url + "/completion", {"prompt": [1, 2, 3]})
+    assert status == 400 and "vocabulary" in body["error"]["message"]
+    status, body = await post(http, server.url + "/tokenize", {"content": "x"})
+    assert status == 501 and "tokenize" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"filename": "ok"}, {"filename": 123}, {"filename": 123, "text": "abc"}, {"text": 4}],
+)
+async def test_invalid_input_extra_is_a_400(
+    server: Served, http: aiohttp.ClientSession, extra: dict[str, Any]
+) -> None:
+    status, body = await post(http, server.url + "/infill", INFILL | {"input_extra": [extra]})
+    assert status == 400 and "input_extra" in body["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    "path, fields, says",
+    [
+        ("/completion", {"n_probs": 10}, "n_probs"),
+        ("/completion", {"logit_bias": [[15, -1.0]]}, "logit_bias"),
+        ("/v1/completions", {"logprobs": 2}, "logprobs"),
+        ("/v1/completions", {"logit_bias": {"15": -100}}, "logit_bias"),
+    ],
+)
+async def test_what_groundspec_does_not_serve_is_refused_clearly(
+    server: Served, http: aiohttp.ClientSession, path: str, fields: dict[str, Any], says: str
+) -> None:
+    status, body = await post(http, server.url + path, {"prompt": "x = "} | fields)
+    assert status == 400 and says in body["error"]["message"]
+    status, _ = await post(http, server.url + path, {"prompt": "x = ", "n_probs": 0})
+    assert status == 200  # 0 asks for nothing
+
+
+async def test_props_and_slots(server: Served, http: aiohttp.ClientSession) -> None:
+    async with http.get(server.url + "/props") as response:
+        props = await response.json()
+    assert props["total_slots"] == 1 and props["default_generation_settings"]["n_ctx"] > 0
+    async with http.get(server.url + "/slots?fail_on_no_slot=1") as response:
+        slots = await response.json()
+    assert response.status == 200 and [s["is_processing"] for s in slots] == [False]
+    await post(http, server.url + "/completion", {"prompt": "x = ", "id_slot": 4})
+    status, body = await post(http, server.url + "/slots/4?action=erase", None)
+    assert status == 200 and body == {"id_slot": 4, "n_erased": 1}
+    status, body = await post(http, server.url + "/slots/4?action=erase", None)
+    assert body["n_erased"] == 0
+    status, body = await post(http, server.url + "/slots/0?action=save", {"filename": "x.bin"})
+    assert status == 501
+    status, body = await post(http, server.url + "/slots/abc?action=erase", None)
+    assert status == 400 and body["error"]["message"] == "Invalid slot ID"
+    status, body = await post(http, server.url + "/slots/0?action=frobnicate", None)
+    assert status == 400 and body["error"]["message"] == "Invalid action"
+
+
+async def test_erasing_a_slot_cancels_what_it_runs(http: aiohttp.ClientSession) -> None:
+    slow = {"GROUNDSPEC_FAKE_TEXT": "x" * 400, "GROUNDSPEC_FAKE_DELAY_MS": "20"}  # 8 s
+    async with serve_http(**slow) as served:
+        body = {"prompt": "x = ", "id_slot": 2, "n_predict": 400}
+        running = asyncio.ensure_future(post(http, served.url + "/completion", body))
+        await asyncio.sleep(0.5)
+        async with http.get(served.url + "/slots") as response:
+            assert (await response.json())[0]["is_processing"] is True
+        started = asyncio.get_running_loop().time()
+        await post(http, served.url + "/slots/2?action=erase", None)
+        status, answer = await asyncio.wait_for(running, timeout=5)
+        assert asyncio.get_running_loop().time() - started < 3
+        assert status == 503 and "cancelled" in answer["error"]["message"]
