@@ -29,7 +29,7 @@ class DocumentPrompts:
     def full(self, job: CompletionJob, key: str, header: Header | None = None) -> FimPrompt:
         """The document's full FIM prompt, with its frozen header (or `header`)."""
         request = job.request
-        self._recall(key)
+        self.recall(key)
         if header is None:
             header = self.header(job, key)
         fim = build_fim(
@@ -57,14 +57,18 @@ class DocumentPrompts:
         request = job.request
         if request.extra_context is not None:
             return None
-        self._recall(key)
+        self.recall(key)
         line = cursor_line(request.text, request.cursor)
         return self.headers.candidate(key, line, job.context, job.context_ready())
 
-    def _recall(self, key: str) -> None:
+    def first_request(self, key: str) -> bool:
+        """Whether this process has built no prompt for the document yet."""
+        return key not in self.window_starts and self.headers.get(key) is None
+
+    def recall(self, key: str) -> None:
         """After a restart: the saved slot's window start and header, so the
         prompt is the one its KV holds."""
-        if key in self.window_starts or self.headers.get(key) is not None:
+        if not self.first_request(key):
             return
         saved = self.saved(key)
         if saved is None:

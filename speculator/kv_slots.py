@@ -89,17 +89,39 @@ class KvSlots:
             self.session.cells, prompt
         ):
             return
+        self._restore(slot)
+
+    def _restore(self, slot: Slot) -> bool:
+        key = slot.key
         if not self.session.restore_state(
             slot.target.data, slot.target.cells, slot.target.segments
         ):
             log.warning("the saved KV of %s did not restore: evaluating afresh", key[1] or "?")
-            return
+            return False
         if self.draft_session is not None and slot.draft is not None:
             draft = slot.draft
             self.draft_session.restore_state(draft.data, draft.cells, draft.segments)
         log.info(
             "restored the %s KV of %s (%d tokens)", key[0], key[1] or "?", len(slot.target.cells)
         )
+        return True
+
+    def restore_saved(self, key: SlotKey) -> list[list[int]] | None:
+        """Make the sessions hold `key`'s saved KV as it is; its prompt segments,
+        or None (nothing saved, or it did not restore)."""
+        if key == self.live_key:
+            return None
+        slot = self.ram.get(key) or (self.disk.load(key) if self.disk is not None else None)
+        if slot is None:
+            return None
+        self._stash_live()
+        self.live_key = key
+        self.ram.pop(key)
+        if not self._restore(slot):
+            return None
+        # The prompt's segments (the cells may go on with generated tokens).
+        segments = [list(tokens) for _pos, tokens in slot.target.segments]
+        return segments or [list(slot.target.cells)]
 
     def saved_prompt(self, name: str) -> SavedPrompt | None:
         """The window start and header saved with a document's completion slot on disk."""

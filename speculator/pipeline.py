@@ -104,6 +104,7 @@ class CompletionJob:
     # Whether the context's source has its answers yet (the workspace index has
     # read the folder): a header chosen before is provisional (headers.py).
     context_ready: Callable[[], bool] = lambda: True
+    warm: bool = False  # an idle warm-up's: evaluate the prompt, generate nothing
 
 
 @dataclass
@@ -214,7 +215,9 @@ def prepare_completion(
     ready = _context_ready(provider)
     if warm:
         limits = Limits.none(started)
-        return CompletionJob(request, grounding, False, no_stop, limits, context, False, ready)
+        return CompletionJob(
+            request, grounding, False, no_stop, limits, context, False, ready, warm=True
+        )
     multiline = (
         request.multiline
         if request.multiline is not None

@@ -65,6 +65,8 @@ class LocalPrompt:
 
     fim: FimPrompt
     segments: list[list[int]]
+    # A document's saved KV, restored as it was (its first warm-up after a restart).
+    resumed: bool = False
 
     @property
     def text(self) -> str:
@@ -118,6 +120,13 @@ class LocalGenerator:
         """The full FIM prompt, its document's slot entered; for a typing request on
         a cold document, a short window instead (the idle warm-up evaluates the full)."""
         request = job.request
+        if job.warm and self.prompts.first_request(slot_name(request)):
+            # Opened after a restart: the cursor is not known until the editor asks
+            # (a didOpen warm-up is at offset 0), and the saved KV is the best guess.
+            self.prompts.recall(slot_name(request))  # saved with the slot again
+            saved = self.slots.restore_saved(("completion", slot_name(request)))
+            if saved is not None:
+                return LocalPrompt(FimPrompt([], "", ""), saved, resumed=True)
         fim = self._fim_prompt(job)
         segments = self._tokenize_segments(fim)
         self.slots.enter(("completion", slot_name(request)), segments)
@@ -254,13 +263,14 @@ class LocalGenerator:
         A cancelled warm-up keeps what it evaluated so far.
 
         Where the user moved to other code (or the header is provisional), it
-        then evaluates the prompt with the snippets the index gives for here,
-        and only once that is done makes them the document's header: a
-        keystroke never pays for a header change."""
-        evaluated = self._warm_segments(prompt.segments, cancel)
-        header = self.prompts.header_candidate(job, slot_name(job.request))
+        evaluates the prompt with the index's snippets for here instead, then
+        makes them the header: a keystroke never pays for a header change."""
+        key = slot_name(job.request)
+        header = None if prompt.resumed else self.prompts.header_candidate(job, key)
         if header is not None:
-            evaluated += self._warm_header(job, header, cancel)
+            evaluated = self._warm_header(job, header, cancel)
+        else:
+            evaluated = self._warm_segments(prompt.segments, cancel)
         if not (cancel and cancel.cancelled):
             self.slots.persist_if_due()
         return evaluated

@@ -55,6 +55,10 @@ class Session(ScriptedSession):
             self.cancel_at[0].cancel()
         synced, logits = super().sync(segments, shift_reuse, cancel)
         self.evaluated.append(synced.evaluated)
+        self.segments, at = [], 0
+        for segment in segments:  # as Session keeps them: (position, tokens)
+            self.segments.append((at, tuple(segment)))  # type: ignore[arg-type]
+            at += len(segment)
         return synced, logits
 
     def save_state(self) -> bytes:
@@ -148,7 +152,7 @@ def test_a_cancelled_header_warm_up_leaves_typing_on_the_old_header_and_its_kv()
     pipeline.complete(request(SOURCE, FAR, typing=False))  # back to a.py
     index.snippets, index.ready = [NEW], True
     token = CancelToken()
-    session.cancel_at = (token, len(session.synced) + 2)  # the new header's sync
+    session.cancel_at = (token, len(session.synced) + 1)  # the new header's sync
     with pytest.raises(Cancelled):  # a keystroke came
         pipeline.warm(request(SOURCE, FAR, path="/w/b.py"), token)
     session.cancel_at = None
@@ -168,9 +172,12 @@ def test_a_restart_rebuilds_the_saved_prompt_before_the_index_is_ready(tmp_path:
     pipeline.close()
     loading = Index([], ready=False)
     pipeline, session = engine(loading, tmp_path)  # the restart
+    # didOpen's warm-up knows no cursor (offset 0): it restores the saved KV as it is.
+    pipeline.warm(request(text, 0))
+    assert last_prompt(session) == before and session.evaluated == [1]
     pipeline.complete(request(text, cursor))
     assert last_prompt(session) == before  # the same header, the same window
-    assert session.evaluated == [1]  # the last token: the rest was restored
+    assert session.evaluated == [1, 1]  # the last token: the rest was restored
     loading.snippets, loading.ready = [OLD], True
     pipeline.warm(request(text, cursor))  # the index agrees: nothing to change
     assert last_prompt(session) == before
