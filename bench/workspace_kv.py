@@ -148,9 +148,24 @@ def complete(server: Server, doc: OpenFile, label: str) -> Sample:
     return Sample(label, ms, key.prompt_tokens, key.evaluated if stats else -1, text)
 
 
+class LoggedServer(Server):
+    """The server, its log lines also appended to LOG_FILE (when set)."""
+
+    log_file: Path | None = None
+
+    def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            text = line.decode(errors="replace")
+            self.log.put(text)
+            if self.log_file is not None:
+                with self.log_file.open("a") as f:
+                    f.write(text)
+
+
 def start_server(root: Path, kv_dir: Path) -> Server:
     env = dict(os.environ, GROUNDSPEC_KV_DIR=str(kv_dir), GROUNDSPEC_LOG_LEVEL="INFO")
-    server = Server(env)
+    server = LoggedServer(env)
     server.call(
         "initialize",
         {
@@ -291,7 +306,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--crash-after", type=float, default=2.0, help="seconds before kill -9")
     parser.add_argument("--load", action="store_true", help="keep one more core busy")
     parser.add_argument("--output", type=Path)
+    parser.add_argument("--log", type=Path, help="append the servers' log lines here")
     args = parser.parse_args(argv)
+    LoggedServer.log_file = args.log
     report = Report()
     with CpuLoad(args.load):
         run(args, report)
