@@ -45,6 +45,8 @@ def no_ghost_text(bench: Workbench) -> bool:
 def test_trigger_command_asks_when_automatic_suggestions_are_off(
     tmp_path: Path, announce: Callable[[str], None]
 ) -> None:
+    from selenium.webdriver.common.keys import Keys
+
     settings = {"groundspec.autoTrigger": False}
     with code_server(tmp_path, announce, ["--fake"], FAKE, settings=settings) as bench:
         bench.open_from_explorer("app.py")
@@ -57,7 +59,38 @@ def test_trigger_command_asks_when_automatic_suggestions_are_off(
         ghost = bench.ghost_text(30)
         print(f"ghost text after the trigger command: {ghost!r}")
         assert "fake_completion()" in ghost.replace("\u00a0", " ")
-        assert bench.completions_for("app.py") >= 1
+        asked = bench.completions_for("app.py")
+        assert asked >= 1
+
+        # Dismissed, typed on: still nothing; then its key, Alt+\, asks again.
+        bench.keys(Keys.ESCAPE, "y")
+        time.sleep(QUIET_SECONDS)
+        assert no_ghost_text(bench) and bench.completions_for("app.py") == asked
+        bench.chord(Keys.ALT, "\\")
+        assert "fake_completion()" in bench.ghost_text(30).replace("\u00a0", " ")
+        assert bench.completions_for("app.py") > asked
+
+
+def test_only_the_languages_served_start_the_server(
+    tmp_path: Path, announce: Callable[[str], None]
+) -> None:
+    """`groundspec.languages: ["rust"]`: app.py starts no server (no models loaded for a
+    file groundspec does not serve); opening lib.rs starts it and gets a suggestion."""
+    settings = {"groundspec.languages": ["rust"]}
+    files = {"lib.rs": RUST}
+    with code_server(tmp_path, announce, ["--fake"], FAKE, settings=settings, files=files) as bench:
+        bench.open_from_explorer("app.py")
+        type_at_end_of_line(bench, 8, "x")
+        time.sleep(QUIET_SECONDS)
+        assert not bench.server_log.exists(), "a server started for a file it does not serve"
+        assert not bench.status_bar()
+
+        bench.open_from_explorer("lib.rs")
+        bench.wait_ready()
+        type_at_end_of_line(bench, 2, "1 + ")
+        assert "fake_completion()" in bench.ghost_text(30).replace("\u00a0", " ")
+        assert bench.completions_for("lib.rs") >= 1
+        assert bench.completions_for("app.py") == 0
 
 
 def test_a_language_turned_off_gets_no_request(

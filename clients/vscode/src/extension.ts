@@ -48,7 +48,9 @@ interface RefactorResult {
 
 class Groundspec implements vscode.Disposable {
   private client: LanguageClient | undefined;
-  private settings: Settings = readSettings(() => undefined);
+  private settings: Settings = currentSettings();
+  /** A document of a served language was opened: the server runs from then on. */
+  private wanted = false;
   private readonly output = vscode.window.createOutputChannel("groundspec", { log: true });
   private readonly status = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Right, 100);
   private poll: NodeJS.Timeout | undefined;
@@ -63,7 +65,8 @@ class Groundspec implements vscode.Disposable {
   }
 
   async start(): Promise<void> {
-    this.settings = readSettings((key) => vscode.workspace.getConfiguration("groundspec").get(key));
+    this.wanted = true;
+    this.settings = currentSettings();
     const { command, args } = serverCommand(this.settings, os.homedir());
     const serverOptions: ServerOptions = { command, args };
     const clientOptions: LanguageClientOptions = {
@@ -183,8 +186,20 @@ class Groundspec implements vscode.Disposable {
     await this.start();
   }
 
+  /**
+   * Start the server once one of `documents` is in a served language: a window with
+   * only other files (activated by the generic onLanguage event) loads no models.
+   */
+  async startWhenServed(documents: readonly vscode.TextDocument[]): Promise<void> {
+    const served = (document: vscode.TextDocument) =>
+      ["file", "untitled"].includes(document.uri.scheme) &&
+      servesLanguage(this.settings.languages, document.languageId);
+    if (!this.wanted && documents.some(served)) await this.start();
+  }
+
   /** The active editor or its settings changed: the status bar says whether it gets suggestions. */
   editorChanged(): void {
+    if (!this.wanted) return; // no server, no status item yet
     const document = vscode.window.activeTextEditor?.document;
     if (document && servesLanguage(this.settings.languages, document.languageId)) {
       this.state.editor(document.languageId, suggestionBlock(documentSettings(document), false));
@@ -196,8 +211,13 @@ class Groundspec implements vscode.Disposable {
 
   /** New settings: restart for a new server or models, else tell the running server. */
   async settingsChanged(): Promise<void> {
+    const settings = currentSettings();
+    if (!this.wanted) {
+      this.settings = settings; // `languages` may now include an open document's
+      await this.startWhenServed(vscode.workspace.textDocuments);
+      return;
+    }
     this.editorChanged();
-    const settings = readSettings((key) => vscode.workspace.getConfiguration("groundspec").get(key));
     if (!this.client?.isRunning() || needsRestart(this.settings, settings)) {
       await this.restart();
       return;
@@ -354,6 +374,10 @@ function documentSettings(document: vscode.TextDocument): { enable: unknown; aut
   return { enable: config.get("enable"), autoTrigger: config.get("autoTrigger") };
 }
 
+function currentSettings(): Settings {
+  return readSettings((key) => vscode.workspace.getConfiguration("groundspec").get(key));
+}
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
@@ -384,8 +408,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         void extension.settingsChanged();
       }
     }),
+    vscode.workspace.onDidOpenTextDocument((document) => void extension.startWhenServed([document])),
   );
-  await extension.start();
+  await extension.startWhenServed(vscode.workspace.textDocuments);
 }
 
 export async function deactivate(): Promise<void> {
