@@ -44,6 +44,11 @@ def add_arguments(bench: argparse.ArgumentParser) -> None:
         "--workspace", action="store_true", help="multi-file workspace benchmark instead"
     )
     what.add_argument(
+        "--next-edit",
+        action="store_true",
+        help="next-edit tasks (shared/nes) through groundspec/nextEdit instead (bench/next_edit.py)",
+    )
+    what.add_argument(
         "--kind",
         choices=["all", "completion", "refactor"],
         default="all",
@@ -101,4 +106,8 @@ def run(args: argparse.Namespace) -> int:
 
     if args.limit < 0 or args.repeat < 1:
         raise UsageError("--limit must be 0 or more and --repeat 1 or more")
+    if args.next_edit:
+        from . import next_edit
+
+        return next_edit.run_bench(next_edit.args_from(args))
     return main(args, engine_config(args))

@@ -5,7 +5,8 @@ applied to `after_change` and compared with `expected` line by line (trailing
 whitespace removed).
 
     python -m bench.next_edit [--tasks FILE] [--limit N] [--modes off,auto]
-                              [--sweep] [--output FILE]
+                              [--sweep] [--load] [--output FILE]
+    groundspec bench --next-edit [--limit N] [--load] [--output FILE]
 
 Each task is asked once per mode, one mode right after the other, so `off` and
 `auto` see the same machine. Reports, per mode: recall (edit tasks proposed
@@ -36,6 +37,7 @@ from lsp_server.convert import LineIndex
 from speculator.next_edit.proposal import MIN_CONFIDENCE
 
 from .cold import Server
+from .load import CpuLoad
 
 DEV_TASKS = Path(__file__).resolve().parents[2] / "shared" / "nes" / "dev.jsonl"
 BARS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
@@ -236,16 +238,42 @@ def main() -> None:
     parser.add_argument("--min-confidence", type=float, default=MIN_CONFIDENCE)
     parser.add_argument("--output", type=Path, help="the report, as Markdown")
     parser.add_argument("--save", type=Path, help="every answer, as JSON lines")
+    parser.add_argument("--load", action="store_true", help="keep one core busy all run long")
     args = parser.parse_args()
+    run_bench(args)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """The benchmark as `main` parses it (also `groundspec bench --next-edit`)."""
     tasks = load_tasks(args.tasks, args.limit)
     if args.ids:
         tasks = [tasks[int(i)] for i in args.ids.split(",")]
     modes = args.modes.split(",")
-    server = start(args.sweep, args.min_confidence)
+    with CpuLoad(args.load):
+        runs = play_all(tasks, modes, args.sweep, args.min_confidence)
+    load = " with one core busy" if args.load else ""
+    head = f"bench.next_edit{load}, {time.ctime()}, load average {os.getloadavg()[0]:.1f}"
+    out = [head, *report(runs, modes, args.sweep, args.min_confidence)]
+    print("\n".join(out))
+    if args.output:
+        Path(args.output).write_text("\n".join(out) + "\n")
+    if args.save:
+        with Path(args.save).open("w") as fh:
+            for p in runs:
+                for mode, a in p.answers.items():
+                    row = {"id": p.task_id, "kind": p.kind, "mode": mode, **a.__dict__}
+                    fh.write(json.dumps(row) + "\n")
+    return 0
+
+
+def play_all(
+    tasks: list[dict[str, Any]], modes: list[str], sweep: bool, min_confidence: float
+) -> list[Played]:
+    server = start(sweep, min_confidence)
     runs: list[Played] = []
     try:
         for task in tasks:
-            runs.append(play(server, task, modes, args.sweep))
+            runs.append(play(server, task, modes, sweep))
             a = runs[-1].answers[modes[-1]]
             print(
                 f"{task['kind']:5} {'RIGHT' if a.right else ('wrong' if a.edits else '-'):5} "
@@ -256,17 +284,23 @@ def main() -> None:
         server.call("shutdown", None)
         server.notify("exit", None)
         server.proc.wait(30)
-    head = f"bench.next_edit, {time.ctime()}, load average {os.getloadavg()[0]:.1f}"
-    out = [head, *report(runs, modes, args.sweep, args.min_confidence)]
-    print("\n".join(out))
-    if args.output:
-        args.output.write_text("\n".join(out) + "\n")
-    if args.save:
-        with args.save.open("w") as fh:
-            for p in runs:
-                for mode, a in p.answers.items():
-                    row = {"id": p.task_id, "kind": p.kind, "mode": mode, **a.__dict__}
-                    fh.write(json.dumps(row) + "\n")
+    return runs
+
+
+def args_from(bench: argparse.Namespace) -> argparse.Namespace:
+    """`groundspec bench --next-edit`'s flags as this module's own."""
+    modes = [m for m in bench.modes.split(",") if m != "peer"]
+    return argparse.Namespace(
+        tasks=DEV_TASKS,
+        limit=bench.limit or None,
+        ids=None,
+        modes=",".join(modes),
+        sweep=False,
+        min_confidence=MIN_CONFIDENCE,
+        output=bench.output,
+        save=None,
+        load=bench.load,
+    )
 
 
 if __name__ == "__main__":
