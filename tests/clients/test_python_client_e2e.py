@@ -14,7 +14,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from groundspec_client import Client, GroundspecError, Message, MessageType, Progress, start
+from groundspec_client import (
+    Client,
+    GroundspecError,
+    Message,
+    MessageType,
+    NextEdit,
+    Progress,
+    apply_edit,
+    start,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = ROOT / "clients" / "python"
@@ -71,6 +80,36 @@ def test_refactor_and_stats(client: Client) -> None:
     stats = client.stats()
     assert stats.requests == 1
     assert stats.server.engine_state == "ready"
+
+
+PLUGINS = """def register(plugin):
+    for name in dir(plugin):
+        opts = parse(plugin, name)
+        if opts is None:
+            continue
+        method = getattr(plugin, name)
+"""
+
+
+def test_next_edit_learns_from_update_document(client: Client, tmp_path: Path) -> None:
+    """A rename typed on the last line (sent as one ranged didChange) is carried to the
+    lines above by groundspec/nextEdit (the fake engine carries the last edit on)."""
+    source = tmp_path / "plugins.py"
+    source.write_text(PLUGINS, encoding="utf-8")
+    client.open_document(source)
+    renamed = PLUGINS.replace("getattr(plugin, name)", "getattr(plugin, attr_name)")
+    client.update_document(source, renamed)
+    line = renamed.splitlines()[5]
+    result = client.next_edit(
+        source, line=5, character=line.index("attr_name") + 9, speculation="off"
+    )
+    assert isinstance(result, NextEdit) and result.stats.speculation == "off"
+    text = renamed
+    for edit in sorted(
+        result.edits, key=lambda e: (e.range.start.line, e.range.start.character), reverse=True
+    ):
+        text = apply_edit(text, edit.range, edit.new_text)
+    assert text == PLUGINS.replace("name", "attr_name")
 
 
 def wait_until(what: str, check: Callable[[], bool], timeout: float = 20) -> None:
