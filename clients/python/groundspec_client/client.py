@@ -7,9 +7,15 @@ import socket
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Unpack
 
-from .connection import ApplyEditHandler, Connection, MessageHandler, ProgressHandler
+from .connection import (
+    ApplyEditHandler,
+    Connection,
+    ConnectionOptions,
+    MessageHandler,
+    ProgressHandler,
+)
 from .protocol import GroundspecError
 from .results import Completion, NextEdit, Refactor, ServerStats, decode
 from .text import changed_span, language_id, position
@@ -19,7 +25,9 @@ class Client(Connection):
     """A JSON-RPC connection to one groundspec server, initialized and ready
     (from `spawn` or `connect`; the constructor alone does not initialize)."""
 
-    def __init__(self, reader: IO[bytes], writer: IO[bytes], **options: Any) -> None:
+    def __init__(
+        self, reader: IO[bytes], writer: IO[bytes], **options: Unpack[ConnectionOptions]
+    ) -> None:
         self._open: dict[str, tuple[int, str]] = {}  # uri -> (version, text)
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import IO, Any, TypeVar
+from typing import IO, Any, TypedDict, TypeVar
 
 import msgspec
 
@@ -29,6 +29,19 @@ T = TypeVar("T")
 ApplyEditHandler = Callable[[dict[str, Any]], bool]
 ProgressHandler = Callable[[Progress], None]
 MessageHandler = Callable[[Message], None]
+
+
+class ConnectionOptions(TypedDict, total=False):
+    """Connection's keyword arguments (for subclasses that pass them on)."""
+
+    process: subprocess.Popen[bytes] | None
+    sock: socket.socket | None
+    on_apply_edit: ApplyEditHandler | None
+    on_progress: ProgressHandler | None
+    on_message: MessageHandler | None
+    on_log: MessageHandler | None
+    timeout: float | None
+
 
 # Server requests that need no more than an empty answer from a script.
 _ACKNOWLEDGED = (
