@@ -48,6 +48,7 @@ from .http_io import (
     start_stream,
     sum_stats,
 )
+from .http_limits import ClientLimits, peer
 from .http_llama import LlamaExtras, tokenizer_of
 from .http_prompts import Prompt, needs_tokenizer, prompt_text, prompts_of, raw_fim
 from .http_slots import SlotRouter
@@ -94,11 +95,12 @@ class FrontDoor:
         self.slots = SlotRouter()
         self.running: dict[str, set[CancelToken]] = {}  # by client: what /slots erase cancels
         self.extras = LlamaExtras(self._call, options, self.slots, self.running)
+        self.limits = ClientLimits()  # a bounded queue per client, turns in rotation
 
     def app(self) -> web.Application:
         app = web.Application(
             client_max_size=MAX_BODY_BYTES,
-            middlewares=[http_guard.guard(self.api_key), errors_as_json],
+            middlewares=[http_guard.guard(self.api_key, self.limits), errors_as_json],
         )
         http_guard.install(app)
         routes = [
@@ -398,7 +400,8 @@ class FrontDoor:
         running = self.running.setdefault(slot, set())
         running.add(token)
         try:
-            return await self.gate.call_engine(lambda engine: call(engine, token), token)
+            async with self.limits.turn(peer.get()):
+                return await self.gate.call_engine(lambda engine: call(engine, token), token)
         finally:
             running.discard(token)
             if not running:

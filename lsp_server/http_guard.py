@@ -1,9 +1,12 @@
-"""The HTTP door's gate: CORS and the API key, as llama-server's pre-routing handler.
+"""The HTTP door's gate: CORS and the API key, as llama-server's pre-routing handler,
+then the client's place in line.
 
 Every response names the request's Origin in Access-Control-Allow-Origin; an
 OPTIONS preflight is answered at once, without the key (browsers send none with
 it); any other request to a non-public path needs the key when the server has
-one (lsp_server/auth.py), else 401 with llama-server's error body.
+one (lsp_server/auth.py), else 401 with llama-server's error body. A request
+that generates then needs a free place in its client's queue (http_limits.py),
+else 503 with Retry-After.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from aiohttp.typedefs import Middleware
 
 from .auth import key_matches, needs_key, presented_key
 from .http_io import error_response
+from .http_limits import Busy, ClientLimits, peer
 
 log = logging.getLogger(__name__)
 
@@ -28,8 +32,21 @@ PREFLIGHT_HEADERS = {
 }
 
 
-def guard(api_key: str | None) -> Middleware:
-    """The middleware: preflight, then the key (when `api_key` is set)."""
+# The endpoints that generate, each request holding a place in its client's queue.
+GENERATING = frozenset(
+    {
+        "/infill",
+        "/completion",
+        "/completions",
+        "/v1/completions",
+        "/chat/completions",
+        "/v1/chat/completions",
+    }
+)
+
+
+def guard(api_key: str | None, limits: ClientLimits) -> Middleware:
+    """The middleware: preflight, the key (when `api_key` is set), the queue."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -42,7 +59,18 @@ def guard(api_key: str | None) -> Middleware:
         ):
             log.warning("unauthorized: %s %s from %s", request.method, request.path, request.remote)
             return error_response(401, "Invalid API Key")
-        return await handler(request)
+        client = request.remote or "?"
+        peer.set(client)  # the engine turn (FrontDoor._call) reads it
+        if request.path not in GENERATING:
+            return await handler(request)
+        try:
+            with limits.admitted(client):
+                return await handler(request)
+        except Busy as busy:
+            log.warning("busy: %s", busy)
+            response = error_response(503, str(busy))
+            response.headers.update(busy.headers)
+            return response
 
     return middleware
 

@@ -53,6 +53,12 @@ class RequestCancelled(ServiceError):
     CODE = -32800
 
 
+class ServerBusy(ServiceError):
+    """LSP's ServerCancelled: too many requests waiting; the client may retry."""
+
+    CODE = -32802
+
+
 class DocumentRef(msgspec.Struct):
     uri: str
 

@@ -11,10 +11,11 @@ scheduler's one worker thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import resource
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
 import msgspec
@@ -47,6 +48,9 @@ T = TypeVar("T")
 
 # A cancelled job stops within one prompt batch or decode round (about a second).
 SHUTDOWN_PERSIST_WAIT_S = 5.0
+# One-shot engine calls (groundspec/complete, refactor, ...) one connection may have
+# waiting or running; more get ServerCancelled at once instead of an endless queue.
+MAX_QUEUED = 16
 
 ReadyCallback = Callable[[str | None], None]  # None when loaded, else the error
 
@@ -67,6 +71,7 @@ class CompletionService:
         self.last_uri: str | None = None  # warmed once the models are ready
         self.workspace_root: str | None = None
         self.workspace_index: WorkspaceIndex | None = None
+        self.queued = 0  # one-shot engine calls waiting or running (MAX_QUEUED)
         # The config file's roots (never a client's); run.py confines a TCP client to them.
         self.roots = RootPolicy([os.getcwd(), *startup.options.workspace_roots])
 
@@ -260,9 +265,10 @@ class CompletionService:
         """A headless completion: never debounced, cached or superseded."""
         request = rq.completion_request(src, cursor, self.options, params)
         try:
-            return await self.scheduler.complete(
-                None, request, debounce_s=0.0, wait_s=self.options.load_wait_ms / 1000
-            )
+            with self._place():
+                return await self.scheduler.complete(
+                    None, request, debounce_s=0.0, wait_s=self.options.load_wait_ms / 1000
+                )
         except Cancelled:
             raise rq.RequestCancelled("groundspec: the request was cancelled") from None
         except (EngineUnavailable, EngineError) as exc:
@@ -313,11 +319,25 @@ class CompletionService:
     async def run_engine(self, fn: Callable[[Engine], T], token: CancelToken) -> T:
         """call_engine with errors as the LSP handlers answer them."""
         try:
-            return await self.call_engine(fn, token)
+            with self._place():
+                return await self.call_engine(fn, token)
         except Cancelled:
             raise rq.RequestCancelled("groundspec: the request was cancelled") from None
         except (EngineUnavailable, EngineError) as exc:
             raise rq.RequestFailed(str(exc)) from None
+
+    @contextlib.contextmanager
+    def _place(self) -> Iterator[None]:
+        """A place among the MAX_QUEUED one-shot calls; ServerBusy when none is free."""
+        if self.queued >= MAX_QUEUED:
+            raise rq.ServerBusy(
+                f"groundspec: {MAX_QUEUED} requests are already waiting; retry once one is answered"
+            )
+        self.queued += 1
+        try:
+            yield
+        finally:
+            self.queued -= 1
 
     # -- stats ---------------------------------------------------------------------
 
