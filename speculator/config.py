@@ -10,10 +10,13 @@ backends' API key is read from GROUNDSPEC_API_KEY only, never from a file.
 
 from __future__ import annotations
 
+import logging
 import os
 from typing import Literal
 
 import msgspec
+
+log = logging.getLogger(__name__)
 
 Backend = Literal["local", "llama-server", "openai"]
 BACKENDS: tuple[str, ...] = ("local", "llama-server", "openai")
@@ -65,8 +68,11 @@ class EngineConfig(msgspec.Struct, kw_only=True, rename="camel"):
             ("kv_disk_mb", "GROUNDSPEC_KV_DISK_MB"),
             ("quick_window_tokens", "GROUNDSPEC_QUICK_WINDOW_TOKENS"),
         ):
-            if env.get(key, "").lstrip("-").isdigit():
-                updates[name] = int(env[key])
+            value = env.get(key, "").strip()
+            if value.lstrip("-").isdigit():
+                updates[name] = int(value)
+            elif value:
+                log.warning("%s=%r is not a whole number: it is ignored", key, env[key])
         if env.get("GROUNDSPEC_ADAPTIVE_THREADS") in ("0", "1"):
             updates["adaptive_threads"] = env["GROUNDSPEC_ADAPTIVE_THREADS"] == "1"
         if env.get("GROUNDSPEC_FAKE_ENGINE") == "1":

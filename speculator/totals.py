@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import threading
 
+import numpy as np
+
 from .types import Stats
 
 _MAX_LATENCIES = 2048  # keep memory bounded on a long-running daemon
 
 
 def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile (q in 0..100); 0.0 for no values."""
+    """The value nearest the q-th percentile (q in 0..100; numpy's "nearest"
+    method, a value that occurred); 0.0 for no values."""
     if not values:
         return 0.0
-    ordered = sorted(values)
-    rank = max(0, min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1))))
-    return ordered[rank]
+    return float(np.percentile(values, q, method="nearest"))
 
 
 class Totals:
