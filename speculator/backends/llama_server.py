@@ -18,6 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .. import provision
 from ..pipeline import Counts, StopRule
 from ..types import CancelToken, CompletionRequest, RefactorRequest
 from .http import Transport
@@ -40,11 +41,7 @@ def find_llama_server() -> Path | None:
     if override:
         path = Path(override)
         return path if path.is_file() and os.access(path, os.X_OK) else None
-    if os.environ.get("GROUNDSPEC_CACHE"):
-        cache = Path(os.environ["GROUNDSPEC_CACHE"])
-    else:
-        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "groundspec"
-    built = cache / "llama-server" / VERSION / "llama-server"
+    built = provision.beside_models("llama-server") / VERSION / "llama-server"
     if built.is_file() and os.access(built, os.X_OK):
         return built
     from shutil import which
