@@ -17,7 +17,9 @@ from .conftest import FAKE_TEXT, server_env
 from .http_helpers import GROUNDSPEC, serve_http
 
 KEY = "sk-team-secret"
-UNAUTHORIZED = {"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}}
+UNAUTHORIZED = {
+    "error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}
+}
 
 
 async def test_no_key_is_401_and_the_right_key_is_served() -> None:
