@@ -52,7 +52,14 @@ def test_the_test_only_flag_is_hidden() -> None:
         assert "--fake" not in parser.format_help(), command
 
 
-@pytest.mark.parametrize("command", ["serve", "complete", "refactor", "models", "demo", "bench"])
+COMMANDS = [name.split()[1] for name in parsers() if name.count(" ") == 1]
+
+
+def test_the_commands_are_all_there() -> None:
+    assert {"serve", "complete", "refactor", "models", "demo", "bench"} <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
 def test_each_subcommand_shows_an_example_and_the_exit_codes(command: str) -> None:
     proc = run_cli(command, "--help")
     assert proc.returncode == 0, proc.stderr
