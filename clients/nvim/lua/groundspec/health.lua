@@ -64,11 +64,14 @@ end
 local function verify_default_models(exe)
   local out = vim.fn.system({ exe, "models", "verify" })
   local lines = vim.tbl_filter(function(line)
-    return vim.trim(line) ~= "" and not line:find("%[#* *%]") -- progress bars
+    return vim.trim(line) ~= ""
   end, vim.split(out, "[\r\n]+"))
   if vim.v.shell_error == 0 then
+    -- stderr's progress lines come mixed in: keep the verdicts ("target: OK /path")
     for _, line in ipairs(lines) do
-      health.ok(line)
+      if line:find(": OK ", 1, true) then
+        health.ok(line)
+      end
     end
   else
     health.error(lines[#lines] or "`groundspec models verify` failed", FIX)
