@@ -20,9 +20,10 @@ from collections.abc import Mapping
 from .startup import parse_http, parse_tcp
 
 KEY_ENV = "GROUNDSPEC_API_KEY"
-# llama-server's public endpoints (tools/server/server-http.cpp): a client polls them
-# before it knows whether a key is needed.
-PUBLIC_PATHS = frozenset({"/health", "/v1/health", "/models", "/v1/models", "/"})
+# llama-server's public endpoints (tools/server/server-http.cpp in the llama.cpp the
+# pinned llama-cpp-python vendors; its web UI aside): a client polls /health before it
+# knows whether a key is needed. /models tells which model runs: keyed, as there.
+PUBLIC_PATHS = frozenset({"/health", "/v1/health"})
 
 
 def resolve_key(flag: str | None) -> str | None:

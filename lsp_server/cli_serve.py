@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         "--api-key",
         metavar="KEY",
         help="require this key of every client (default: $GROUNDSPEC_API_KEY): HTTP "
-        "`Authorization: Bearer KEY` (or X-Api-Key) on all but /health and /models, LSP over "
+        "`Authorization: Bearer KEY` (or X-Api-Key) on all but /health, LSP over "
         "TCP initializationOptions.apiKey; needed to listen beyond loopback",
     )
     serve.add_argument(

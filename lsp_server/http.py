@@ -91,7 +91,7 @@ class FrontDoor:
     ) -> None:
         self.gate = gate
         self.options = options
-        self.api_key = api_key  # required of every client but on /health, /models
+        self.api_key = api_key  # required of every client but on /health
         self.slots = SlotRouter()
         self.running: dict[str, set[CancelToken]] = {}  # by client: what /slots erase cancels
         self.extras = LlamaExtras(self._call, options, self.slots, self.running)

@@ -27,7 +27,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 PREFLIGHT_HEADERS = {
     "Access-Control-Allow-Credentials": "true",
-    "Access-Control-Allow-Methods": "GET, POST",
+    "Access-Control-Allow-Methods": "GET, POST, DELETE, OPTIONS",
     "Access-Control-Allow-Headers": "*",
 }
 

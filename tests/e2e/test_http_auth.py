@@ -36,15 +36,15 @@ async def test_no_key_is_401_and_the_right_key_is_served() -> None:
                 assert response.status == 200
                 assert (await response.json())["content"] == FAKE_TEXT
         # Every endpoint but the public ones wants it.
-        for path in ("/infill", "/v1/completions", "/v1/chat/completions", "/props", "/slots"):
-            method = http.get if path in ("/props", "/slots") else http.post
+        for path in ("/infill", "/v1/completions", "/v1/chat/completions", "/props", "/models"):
+            method = http.get if path in ("/props", "/models") else http.post
             async with method(served.url + path, json={}) as response:
                 assert response.status == 401, path
 
 
 async def test_public_endpoints_need_no_key() -> None:
     async with serve_http("--api-key", KEY) as served, aiohttp.ClientSession() as http:
-        for path in ("/health", "/v1/health", "/models", "/v1/models"):
+        for path in ("/health", "/v1/health"):
             async with http.get(served.url + path) as response:
                 assert response.status == 200, path
                 assert "error" not in await response.json()
@@ -66,7 +66,7 @@ async def test_the_key_from_the_environment() -> None:
     [
         ("Access-Control-Allow-Origin", "web.mydomain.fr"),
         ("Access-Control-Allow-Credentials", "true"),
-        ("Access-Control-Allow-Methods", "GET, POST"),
+        ("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS"),
         ("Access-Control-Allow-Headers", "*"),
     ],
 )
