@@ -15,6 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
+from speculator import provision
 from speculator.types import CancelToken, Engine
 
 from . import http_wire as wire
@@ -80,7 +81,7 @@ class LlamaExtras:
             {
                 "default_generation_settings": {"n_ctx": engine.n_ctx, "params": params},
                 "total_slots": 1,
-                "model_path": engine.target_model or "default (groundspec models path)",
+                "model_path": engine.target_model or str(provision.model_path(provision.TARGET)),
                 "build_info": "groundspec",
             }
         )

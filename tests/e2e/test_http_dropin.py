@@ -120,6 +120,7 @@ async def test_props_and_slots(server: Served, http: aiohttp.ClientSession) -> N
     async with http.get(server.url + "/props") as response:
         props = await response.json()
     assert props["total_slots"] == 1 and props["default_generation_settings"]["n_ctx"] > 0
+    assert props["model_path"].endswith(".gguf")
     async with http.get(server.url + "/slots?fail_on_no_slot=1") as response:
         slots = await response.json()
     assert response.status == 200 and [s["is_processing"] for s in slots] == [False]
