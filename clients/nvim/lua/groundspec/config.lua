@@ -97,8 +97,12 @@ function M.client_config(opts)
         status.on_show_message(params)
       end,
     },
-    on_exit = function()
-      vim.schedule(status.reset)
+    on_exit = function(code, signal)
+      vim.schedule(function()
+        status.reset()
+        -- A crash or a kill: start it again for the buffers (recover.lua).
+        require("groundspec.recover").on_exit(code, signal, require("groundspec").reattach)
+      end)
     end,
   }
 end

@@ -188,6 +188,16 @@ function M.attach(buf)
   return vim.lsp.start(client_config, { bufnr = buf, reuse_client = config.reuse_client })
 end
 
+--- Attach every loaded buffer of a served filetype (after the server was
+--- started again, recover.lua): their text goes to the new server with didOpen.
+function M.reattach()
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(buf) and vim.tbl_contains(config.options.filetypes, vim.bo[buf].filetype) then
+      M.attach(buf)
+    end
+  end
+end
+
 -- $/progress from groundspec: shown as the state; after the models loaded,
 -- ask for the suggestion the user has been waiting for.
 local function on_progress(ev)
