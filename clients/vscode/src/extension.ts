@@ -12,7 +12,10 @@
 import * as os from "os";
 import * as vscode from "vscode";
 import {
+  CloseAction,
   DidChangeConfigurationNotification,
+  ErrorAction,
+  ErrorHandler,
   ExecuteCommandRequest,
   LanguageClient,
   LanguageClientOptions,
@@ -26,6 +29,7 @@ import {
 } from "vscode-languageclient/node";
 
 import { describeLines, Range, refactorArguments, refactorRange } from "./positions";
+import { RestartPolicy } from "./recovery";
 import { RefactorPreview } from "./refactorPreview";
 import {
   documentSelector,
@@ -56,6 +60,7 @@ class Groundspec implements vscode.Disposable {
   private poll: NodeJS.Timeout | undefined;
   private state = new ServerStatus();
   private failureShown = false;
+  private readonly restarts = new RestartPolicy();
   private starting: Promise<void> = Promise.resolve();
   readonly preview = new RefactorPreview();
 
@@ -77,6 +82,7 @@ class Groundspec implements vscode.Disposable {
       // the status bar item says what is wrong, one notification says how to fix it.
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       middleware: this.middleware(),
+      errorHandler: this.errorHandler(),
     };
     const client = new LanguageClient("groundspec", "groundspec", serverOptions, clientOptions);
     client.onDidChangeState((event) => this.onState(event.newState));
@@ -95,6 +101,26 @@ class Groundspec implements vscode.Disposable {
         `groundspec: could not start "${command} serve" (${messageOf(error)}). Set groundspec.serverPath.`,
       );
     }
+  }
+
+  /** A server that exits unexpectedly is started again after a pause, a few times
+   *  (recovery.ts); the user is told once, with the log one click away. */
+  private errorHandler(): ErrorHandler {
+    return {
+      error: (_error, _message, count) => ({
+        action: (count ?? 0) <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown,
+      }),
+      closed: async () => {
+        const decision = this.restarts.closed();
+        if (decision.message !== null) {
+          const show = decision.restart ? vscode.window.showWarningMessage : vscode.window.showErrorMessage;
+          void show(decision.message, "Open log").then((choice) => choice && this.output.show());
+        }
+        if (!decision.restart) return { action: CloseAction.DoNotRestart, handled: true };
+        await new Promise((resolve) => setTimeout(resolve, decision.delayMs));
+        return { action: CloseAction.Restart, handled: true };
+      },
+    };
   }
 
   /** Status from progress and completion requests; every item is passed on. */
