@@ -159,6 +159,7 @@ class FrontDoor:
             raise wire.BadRequest("stream: true takes one prompt at a time")
         for source in sources:
             self._check_text(source[0])
+        wire.refuse_unsupported(body.n_probs, body.logit_bias)
         answers = [await self._llama_payload(request, body, source, None) for source in sources]
         return json_response([answer | {"index": i} for i, answer in enumerate(answers)])
 
@@ -182,6 +183,7 @@ class FrontDoor:
         self, request: web.Request, body: wire.InfillBody | wire.CompletionBody, source: Source
     ) -> web.StreamResponse:
         self._check_text(source[0])
+        wire.refuse_unsupported(body.n_probs, body.logit_bias)  # before any stream starts
         stream = await start_stream(request) if body.stream else None
         payload = await self._llama_payload(request, body, source, stream)
         if stream is None:
@@ -199,7 +201,6 @@ class FrontDoor:
     ) -> dict[str, Any]:
         """One /infill or /completion answer (its text streamed when `stream`)."""
         text, cursor, language, extra, echo = source
-        wire.refuse_unsupported(body.n_probs, body.logit_bias)
         max_tokens = self._max_tokens(body.n_predict)
         n_indent = body.n_indent if isinstance(body, wire.InfillBody) else 0
         stops = body.stop or []

@@ -114,6 +114,9 @@ async def test_what_groundspec_does_not_serve_is_refused_clearly(
     assert status == 400 and says in body["error"]["message"]
     status, _ = await post(http, server.url + path, {"prompt": "x = ", "n_probs": 0})
     assert status == 200  # 0 asks for nothing
+    streamed = {"prompt": "x = ", "stream": True} | fields
+    async with http.post(server.url + path, json=streamed) as response:
+        assert response.status == 400  # refused before the event stream starts
 
 
 async def test_props_and_slots(server: Served, http: aiohttp.ClientSession) -> None:
