@@ -132,7 +132,9 @@ def finish(
     rewritten = plan.prompt.rewritten(answer, plan.window)
     found = candidates(plan.window, rewritten, trace)
     if draft is not None:
-        scored = candidates(plan.window, plan.job.draft, draft)
+        # Only the draft's first change: the tokens of a later one were scored
+        # after the earlier ones (a rename carried on looks surer each time).
+        scored = candidates(plan.window, plan.job.draft, draft)[:1]
         found += [c for c in scored if c.end_line <= _scored_lines(plan.job.draft, draft)]
     chosen: Candidate | None = choose(plan.window, found, plan.user_lines, min_confidence)
     if chosen is None:
@@ -157,15 +159,15 @@ def next_edit(
 
 
 def draft_change_end(plan: Plan) -> int | None:
-    """Where the line of the draft's last change to the window ends (characters
+    """Where the lines of the draft's first change to the window end (characters
     into the draft), or None when it changes nothing: how much must be scored."""
-    draft, window = plan.job.draft, plan.window.text
-    if draft == window:
+    draft = plan.job.draft
+    changes = candidates(plan.window, draft, None)
+    if not changes:
         return None
-    tail = 0
-    while tail < min(len(draft), len(window)) and draft[-1 - tail] == window[-1 - tail]:
-        tail += 1
-    line_end = draft.find("\n", len(draft) - tail)
+    first = changes[0].edit
+    end = first.start - plan.window.start + len(first.new_text)  # in the draft
+    line_end = draft.find("\n", max(end - 1, 0))
     return len(draft) if line_end == -1 else line_end + 1
 
 

@@ -10,6 +10,7 @@ import pytest
 from scripted_model import VOCAB, scripted_generator
 
 from speculator.edits import EditHistory
+from speculator.next_edit import core
 from speculator.next_edit.core import NextEditRequest, prepare
 from speculator.pipeline import Pipeline, prepare_next_edit
 
@@ -34,6 +35,7 @@ def request(speculation: str) -> NextEditRequest:
         edits=history.edits("u"),
         path="/p.py",
         speculation=speculation,  # type: ignore[arg-type]
+        min_confidence=0.5,  # the script's tokens have PROBABILITY
     )
 
 
@@ -85,3 +87,20 @@ def test_the_draft_is_scored_as_a_second_candidate() -> None:
     generator, _ = scripted_generator(plan.window.text + "```\n")
     (edit,) = Pipeline(generator).next_edit(low).edits
     assert "attr_name" in edit.new_text
+
+
+def test_only_the_drafts_first_change_is_scored_and_a_candidate() -> None:
+    """A later change of the draft is scored after the earlier ones, which makes
+    it look surer than it is: only the first counts, and scoring stops after it."""
+    base = request("off")
+    text = base.text + "        log(name)\n        return name\n"
+    plan = prepare(NextEditRequest(**{**base.__dict__, "text": text}))
+    assert plan is not None
+    assert plan.job.draft.endswith("log(attr_name)\n        return attr_name\n")  # two changes
+    end = core.draft_change_end(plan)
+    assert end is not None
+    assert plan.job.draft[:end].endswith("opts = parse(plugin, attr_name)\n")
+    generator, _ = scripted_generator(plan.window.text + "```\n")
+    low = NextEditRequest(**{**base.__dict__, "text": text, "min_confidence": 0.0})
+    (edit,) = Pipeline(generator).next_edit(low).edits
+    assert edit.new_text.startswith("attr_name in dir(plugin)")  # the first change
