@@ -26,6 +26,7 @@ from speculator.types import CancelToken, Engine, EngineError, Speculation, Stat
 from . import requests as rq
 from .convert import LineIndex
 from .documents import DocumentError, DocumentStore
+from .options import ServerOptions
 
 if TYPE_CHECKING:
     from .service import CompletionService
@@ -120,7 +121,7 @@ def request_for(
     src: rq.Resolved,
     cursor: int,
     speculation: Speculation,
-    options: Any,
+    options: ServerOptions,
 ) -> NextEditRequest:
     """The engine request: the document now, its recent edits and a few elsewhere."""
     assert src.uri is not None
