@@ -4,6 +4,8 @@ warm-up that evaluated it, and comes back with the slot after a restart."""
 
 from __future__ import annotations
 
+import shutil
+import sysconfig
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,12 @@ from speculator.config import EngineConfig
 from speculator.generators.local import LocalGenerator
 from speculator.headers import MOVE_LINES
 from speculator.pipeline import Pipeline
+from speculator.session import Session as RealSession
 from speculator.threads import ThreadPolicy
+from speculator.tokens import common_prefix
 from speculator.totals import Totals
 from speculator.types import Cancelled, CancelToken, CompletionRequest, Snippet
+from speculator.workspace import WorkspaceIndex
 
 LINES = [f"def f{i}(a, b):\n    return a + b * {i}\n" for i in range(60)]
 SOURCE = "".join(LINES)
@@ -65,7 +70,7 @@ class Session(ScriptedSession):
         return b"state"
 
     def restore_state(self, data: Any, cells: list[int], segments: Any) -> bool:
-        self.cells = list(cells)
+        self.cells, self.segments = list(cells), list(segments)
         return True
 
 
@@ -199,3 +204,69 @@ def test_a_restart_that_cannot_reuse_the_slot_answers_from_the_quick_window(
     pipeline.warm(request(edited, cursor))  # the full prompt warms in the pause
     pipeline.complete(request(edited, cursor))
     assert len(session.synced[-1]) > 192 and session.evaluated[-1] <= 1
+
+
+class MovingSession(Session):
+    """Reuses as speculator.session.Session does: the common prefix, then whole
+    old segments moved to their new place (the FIM suffix after typing)."""
+
+    def _reused(self, segments: Any, shift_reuse: bool) -> int:
+        prompt = [t for seg in segments for t in seg]
+        keep = min(common_prefix(self.cells, prompt), len(prompt) - 1)
+        if not shift_reuse:
+            return keep
+        moves = RealSession._plan_moves(self, segments, keep)  # type: ignore[arg-type]
+        return keep + sum(length for _old, _new, length in moves)
+
+    def pending(self, segments: Any, shift_reuse: bool = True) -> int:
+        return sum(map(len, segments)) - self._reused(segments, shift_reuse)
+
+    def sync(
+        self, segments: Any, shift_reuse: bool = True, cancel: CancelToken | None = None
+    ) -> tuple[Synced, Any]:
+        reused = self._reused(segments, shift_reuse) if self.cells else 0
+        synced, logits = super().sync(segments, shift_reuse, cancel)
+        synced.reused, synced.evaluated = reused, synced.prompt_tokens - reused
+        self.evaluated[-1] = synced.evaluated
+        return synced, logits
+
+
+def test_switching_files_in_a_real_workspace_evaluates_only_what_was_typed(
+    tmp_path: Path,
+) -> None:
+    """Three of twenty standard-library modules visited in turn through the real
+    workspace index, a new `x = ` line typed in each visit: after the first
+    visit, nothing before the edit (other files' snippets, the window) and
+    nothing after it (moved) is evaluated again."""
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    modules = sorted(p for p in stdlib.glob("[a-z]*.py") if 8_000 < p.stat().st_size < 40_000)
+    root = tmp_path / "src"
+    root.mkdir()
+    for path in modules[:20]:
+        shutil.copy(path, root / path.name)
+    with WorkspaceIndex(str(root), watch=False).start() as index:
+        assert index.wait_ready(30)
+        pipeline, _ = engine(Index([]))
+        session = MovingSession()
+        pipeline.generator.session = session  # type: ignore[attr-defined]
+        pipeline.generator.slots.session = session  # type: ignore[attr-defined]
+        pipeline.set_context_provider(index)
+        docs: list[tuple[Path, str, int]] = []
+        for path in sorted(root.glob("*.py"))[:3]:
+            text = path.read_text()
+            at = text.index("\n", text.index("\n    def ", len(text) // 2) + 1) + 1
+            docs.append((path, text, at))
+        evaluated = []
+        for round_ in range(3):
+            for i, (path, text, at) in enumerate(docs):
+                line = "    x = "
+                text, cursor = text[:at] + line + "\n" + text[at:], at + len(line)
+                docs[i] = (path, text, cursor + 1)
+                if round_ == 0:
+                    pipeline.warm(request(text, cursor, str(path)))  # the first visit warms
+                pipeline.complete(request(text, cursor, str(path)))
+                assert "<|repo_name|>" in last_prompt(session)  # other files' snippets
+                if round_ > 0:
+                    evaluated.append(session.evaluated[-1])
+    fim_specials = len("<|fim_suffix|>\n<|fim_middle|>")
+    assert max(evaluated) <= len("    x = \n") + fim_specials
