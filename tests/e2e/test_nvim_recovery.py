@@ -39,8 +39,9 @@ def test_a_killed_server_is_restarted_and_suggestions_resume(tmp_path: Path) -> 
     assert out["lines"] == ["def add(a, b):", "    ret"]  # nothing typed is lost
     assert out["ghost"] == "fake_completion()"
     # Neovim's own "Client groundspec quit with exit code 0 and signal 9" comes too.
-    told = [n["msg"] for n in out["notes"] if n["msg"].startswith("groundspec:")]
-    assert len(told) == 1 and "exited unexpectedly" in told[0] and out["log"] in told[0]
+    # Under load it has come as "groundspec: Client groundspec quit ..." too: count ours alone.
+    told = [n["msg"] for n in out["notes"] if "exited unexpectedly" in n["msg"]]
+    assert len(told) == 1 and told[0].startswith("groundspec:") and out["log"] in told[0]
 
 
 GIVE_UP = """
