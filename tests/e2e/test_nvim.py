@@ -800,7 +800,7 @@ H.open("calc.py", { "def add(a, b):", "    " })
 vim.api.nvim_win_set_cursor(0, { 2, 4 })
 H.input("A")
 H.out.ghost = H.wait(H.ghost, 170000, "ghost text from the real models")
-H.input("<Tab>")
+H.input("<M-l>") -- the default accept key (Tab is opt-in)
 H.out.lines = H.lines()
 H.out.stats = H.stats(function(s) return s.acceptedItems >= 1 end)
 """,
