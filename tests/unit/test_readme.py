@@ -76,7 +76,7 @@ def test_the_script_commands_run_as_written(tmp_path: Path) -> None:
     assert len(scripts) == 2
     for line in scripts:
         proc = subprocess.run(
-            [sys.executable, "-m", "lsp_server.cli", *shlex.split(line)[1:]],
+            [sys.executable, "-m", "lsp_server.cli", *shlex.split(line, comments=True)[1:]],
             capture_output=True,
             text=True,
             timeout=60,
@@ -94,7 +94,7 @@ def test_every_groundspec_command_named_is_accepted_by_the_parser() -> None:
     assert len(named) >= 4
     parser = build_parser()
     for command in named:
-        parser.parse_args(shlex.split(command)[1:])  # exits 2 on a bad flag
+        parser.parse_args(shlex.split(command, comments=True)[1:])  # exits 2 on a bad flag
 
 
 def test_the_shared_server_variables_are_ones_groundspec_reads() -> None:
