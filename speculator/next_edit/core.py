@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from ..edits import Edit, snapshots
 from ..types import CancelToken, EngineError, Speculation, Stats
 from .draft import draft_window
+from .occurrences import occurrence_lines, removed_names, target_window
 from .prompts import CURSOR_MARKER, PROMPT_FORMATS, Prompt, PromptInput, build_prompt
 from .proposal import MIN_CONFIDENCE, Candidate, TextEdit, TokenTrace, candidates, choose
-from .window import Hunk, Window, choose_window, edited_lines, hunk_of, recent_hunks
+from .window import Hunk, Window, edited_lines, hunk_of, recent_hunks
 
 log = logging.getLogger(__name__)
 
@@ -94,13 +95,15 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         return None
     last = request.edits[-1]
     focus = edited_lines(request.text, last)
-    window = choose_window(request.text, request.cursor, focus)
-    user_lines = None
-    if focus is not None:
-        user_lines = (focus[0] - window.first_line, focus[1] - window.first_line)
     hunks = _elsewhere_hunks(request) + recent_hunks(request.text, request.edits, request.path)
     own = [h for h in hunks if h.path == request.path]
-    draft = draft_window(window.text, own[-1] if own else None, user_lines)
+    hunk = own[-1] if own else None
+    before = last.undo(request.text)
+    names = removed_names(before, request.text, last, request.language_id)
+    places = occurrence_lines(request.text, request.language_id, names, hunk, focus)
+    window = target_window(request.text, request.cursor, focus, places)
+    user_lines = _window_lines(window, focus)
+    draft = draft_window(window.text, hunk, user_lines)
     given = PromptInput(
         path=request.path,
         language_id=request.language_id,
@@ -176,6 +179,14 @@ def _scored_lines(draft: str, trace: TokenTrace) -> int:
     return draft.count("\n", 0, trace.ends[-1] if trace.ends else 0)
 
 
+def _window_lines(window: Window, lines: tuple[int, int] | None) -> tuple[int, int] | None:
+    """Document lines [a, b) as lines of the window, None when they lie outside it
+    (a window moved to another place of the last edit's names)."""
+    if lines is None or lines[1] <= window.first_line or lines[0] >= window.end_line:
+        return None
+    return lines[0] - window.first_line, lines[1] - window.first_line
+
+
 def _elsewhere_hunks(request: NextEditRequest) -> list[Hunk]:
     """The newest edits in other files, oldest of them first."""
     hunks = [hunk_of(before, edit, path) for path, before, edit in request.elsewhere[:2]]
@@ -189,8 +200,12 @@ def _original_window(text: str, edits: list[Edit], window: Window) -> str:
     last = edits[-1]
     delta = last.new.count("\n") - last.old.count("\n")
     lines = before.split("\n")
-    end = max(window.first_line, window.end_line - delta)
-    return "".join(line + "\n" for line in lines[window.first_line : end])
+    first, end = window.first_line, window.end_line
+    if window.start >= last.new_end:  # below the edit (a moved window): all shifted
+        first, end = max(0, first - delta), end - delta
+    elif window.end > last.start:  # the window holds the edit
+        end -= delta
+    return "".join(line + "\n" for line in lines[first : max(first, end)])
 
 
 def _without_marker(answer: str, trace: TokenTrace | None) -> tuple[str, TokenTrace | None]:

@@ -1,0 +1,171 @@
+"""Where else the last edit applies: the other places its changed names occur.
+
+A rename is rarely made once. The names the edit took away (identifiers its old
+lines had more of than its new ones: `_tag2proc` in `self._tag2proc` ->
+`self._tags2proc`) are read from the parse trees of the text before and after it,
+and found in the rest of the document with tree-sitter, as identifier nodes only:
+a name in a string or a comment is not code to change. The edit's other
+substitutions (a changed piece of text, a whole line changed: draft.py) are found
+as text outside strings and comments.
+
+When none of these places lies in the window around the cursor but one does
+elsewhere, the window is widened to reach it when that costs a few lines, or else
+moved to it: the model rewrites one window of the usual size either way, so a
+request costs what it did. On the dev tasks the next edit lies outside the cursor's
+window in 21 of 51; in 4 of them it is such a place (docs/next-edit.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections import Counter
+
+import tree_sitter
+
+from ..edits import Edit
+from ..languages import new_parser
+from ..syntax import STRING_OR_COMMENT, byte_offset, utf8
+from .draft import substitutions
+from .window import LINES_ABOVE, LINES_BELOW, Hunk, Window, choose_window, line_of, line_starts
+
+log = logging.getLogger(__name__)
+
+_IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+# Lines a window may grow by to reach a place instead of moving to it.
+MAX_WIDEN_LINES = 6
+# A changed line or piece of text that recurs more often than this in the file
+# (`try:`) points nowhere in particular: its places are not followed.
+MAX_TEXT_PLACES = 4
+# Larger documents are not searched: each request parses the text before and after
+# the edit (about 35 ms per 100,000 characters each).
+MAX_PARSE_CHARS = 300_000
+# Code inside a string (f-string or template interpolations): its names count.
+_CODE_IN_STRING = frozenset({"interpolation", "template_substitution"})
+
+
+def removed_names(before: str, after: str, edit: Edit, language_id: str) -> list[str]:
+    """Identifiers the edit took away: more of them on the lines it changed in
+    `before` (the text before it) than on its lines in `after` (the text now).
+    Words in strings and comments are not names. Empty without a grammar."""
+    parser = new_parser(language_id)
+    if parser is None or max(len(before), len(after)) > MAX_PARSE_CHARS:
+        return []
+    old = _names_on_lines(before, parser.parse(utf8(before)).root_node, edit.start, edit.end)
+    new = _names_on_lines(after, parser.parse(utf8(after)).root_node, edit.start, edit.new_end)
+    return sorted(name for name, count in old.items() if count > new[name])
+
+
+def occurrence_lines(
+    text: str,
+    language_id: str,
+    names: list[str],
+    hunk: Hunk | None,
+    skip: tuple[int, int] | None = None,
+) -> list[int]:
+    """The 0-based lines of `text` where `names` occur as identifiers, or the hunk's
+    other substitutions as code (when they recur at most MAX_TEXT_PLACES times);
+    lines in `skip` [a, b) left out. Empty when the language has no grammar or the
+    document is too large to parse."""
+    parser = new_parser(language_id)
+    if parser is None or len(text) > MAX_PARSE_CHARS:
+        return []
+    root = parser.parse(utf8(text)).root_node
+    starts = line_starts(text)
+    found: set[int] = set()
+    for name in names:
+        pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        for match in pattern.finditer(text):
+            if _is_identifier(root, text, match.start(), match.end()):
+                found.add(line_of(starts, match.start()))
+    for sub in substitutions(hunk) if hunk is not None else []:
+        if sub.whole_word:
+            continue  # a renamed identifier: one of the names
+        lines = set()
+        at = text.find(sub.old)
+        while at != -1:
+            line = line_of(starts, at)
+            whole = text[starts[line] : _line_end(text, at)].strip() == sub.old
+            if (whole or not sub.whole_line) and _in_code(root, text, at):
+                lines.add(line)
+            at = text.find(sub.old, at + 1)
+        if skip is not None:
+            lines -= set(range(*skip))
+        if len(lines) <= MAX_TEXT_PLACES:
+            found |= lines
+    if skip is not None:
+        found -= set(range(*skip))
+    return sorted(found)
+
+
+def target_window(
+    text: str,
+    cursor: int,
+    focus: tuple[int, int] | None,
+    places: list[int],
+    above: int = LINES_ABOVE,
+    below: int = LINES_BELOW,
+) -> Window:
+    """The window the model rewrites: around the cursor (and the edit in `focus`)
+    unless none of `places` (lines) is in it; then widened to the nearest place if
+    that adds at most MAX_WIDEN_LINES, else moved to it (the same size)."""
+    window = choose_window(text, cursor, focus, above, below)
+    if not places or any(window.first_line <= p < window.end_line for p in places):
+        return window
+    starts = line_starts(text)
+    cursor_line = line_of(starts, cursor)
+    nearest = min(places, key=lambda p: (abs(p - cursor_line), p))
+    if nearest < window.first_line and window.first_line - nearest <= MAX_WIDEN_LINES:
+        return choose_window(text, cursor, focus, above + window.first_line - nearest, below)
+    if nearest >= window.end_line and nearest + 1 - window.end_line <= MAX_WIDEN_LINES:
+        return choose_window(text, cursor, focus, above, below + nearest + 1 - window.end_line)
+    log.debug("next edit: window moved from line %d to line %d", cursor_line, nearest)
+    # The place's line start stands for the cursor: where the model should look.
+    return choose_window(text, _first_char(text, starts[nearest]), None, above, below)
+
+
+def _is_identifier(root: tree_sitter.Node, text: str, start: int, end: int) -> bool:
+    """Is text[start:end] exactly one identifier node, in code?"""
+    lo, hi = byte_offset(text, start), byte_offset(text, end)
+    node = root.descendant_for_byte_range(lo, hi)
+    if node is None or not node.type.endswith("identifier"):
+        return False
+    if (node.start_byte, node.end_byte) != (lo, hi):
+        return False
+    return _in_code(root, text, start)
+
+
+def _names_on_lines(text: str, root: tree_sitter.Node, start: int, end: int) -> Counter[str]:
+    """The identifiers on the whole lines holding text[start:end]."""
+    first = text.rfind("\n", 0, start) + 1
+    last = _line_end(text, max(start, end - 1))
+    names: Counter[str] = Counter()
+    for match in _IDENTIFIER.finditer(text, first, last):
+        if _is_identifier(root, text, match.start(), match.end()):
+            names[match.group()] += 1
+    return names
+
+
+def _in_code(root: tree_sitter.Node, text: str, offset: int) -> bool:
+    """Is the character at `offset` code, not inside a string or comment?"""
+    at = byte_offset(text, offset)
+    node: tree_sitter.Node | None = root.descendant_for_byte_range(at, at + 1)
+    while node is not None:
+        if node.type in _CODE_IN_STRING:
+            return True
+        if node.type in STRING_OR_COMMENT:
+            return False
+        node = node.parent
+    return True
+
+
+def _line_end(text: str, offset: int) -> int:
+    end = text.find("\n", offset)
+    return len(text) if end == -1 else end
+
+
+def _first_char(text: str, line_start: int) -> int:
+    """The line's first non-blank character (its start, if it is blank)."""
+    end = _line_end(text, line_start)
+    line = text[line_start:end]
+    return line_start + len(line) - len(line.lstrip())

@@ -1,0 +1,140 @@
+"""The other places of the last edit's names (tree-sitter, no model): the window
+goes where a rename still has to be carried, never for a name in a string or a
+comment (speculator/next_edit/occurrences.py)."""
+
+from __future__ import annotations
+
+from speculator.edits import Edit, EditHistory
+from speculator.next_edit.core import NextEditRequest, prepare
+from speculator.next_edit.occurrences import occurrence_lines, removed_names, target_window
+from speculator.next_edit.window import Hunk, choose_window
+
+
+def document(lines: dict[int, str], total: int = 100) -> str:
+    """`total` filler lines, with the given ones (0-based) in their places."""
+    return "".join(lines.get(i, f"x{i} = {i}") + "\n" for i in range(total))
+
+
+def renamed(text: str, line: int, old: str, new: str) -> NextEditRequest:
+    """The request after the user renamed `old` to `new` on `line` of `text`."""
+    at = sum(len(row) + 1 for row in text.split("\n")[:line]) + text.split("\n")[line].index(old)
+    history = EditHistory()
+    history.record("u", at, old, new)
+    after = text[:at] + new + text[at + len(old) :]
+    return NextEditRequest(text=after, cursor=at + len(new), edits=history.edits("u"), path="m.py")
+
+
+def hunk(before: str, after: str) -> Hunk:
+    return Hunk("m.py", 0, [before], [after], [], [])
+
+
+def names_removed(before: str, after: str) -> list[str]:
+    """removed_names of an edit that turned the line `before` into `after`."""
+    text = f"x = 0\n{before}\ny = 1\n"
+    edit = Edit(6, before, after)
+    return removed_names(text, edit.apply(text), edit, "python")
+
+
+def test_removed_names_are_the_identifiers_the_edit_took_away() -> None:
+    assert names_removed("total = count + 1", "total = amount + 1") == ["count"]
+    # `result` is still on the line (right of `=`), but one `result` went away.
+    assert names_removed("self.result = result", "self._result = result") == ["result"]
+    assert names_removed("x = 1", "x = 1  # why") == []
+    # Words in a string are not names.
+    assert names_removed('raise E("no tox.git")', 'raise E("no pluggy")') == []
+
+
+def test_a_rename_at_line_10_with_another_use_at_line_80_moves_the_window_there() -> None:
+    text = document({10: "count = start()", 80: "report(count)"})
+    request = renamed(text, 10, "count", "amount")
+    plan = prepare(request)
+    assert plan is not None
+    assert plan.window.first_line <= 80 < plan.window.end_line
+    assert "report(count)" in plan.window.text
+    # The window is the usual size: the request costs what it did.
+    usual = choose_window(request.text, request.cursor, (10, 11))
+    assert plan.window.end_line - plan.window.first_line == usual.end_line - usual.first_line
+    # The user's edit is outside the window: nothing to protect, and the draft
+    # carries the rename to the place.
+    assert plan.user_lines is None
+    assert "report(amount)" in plan.job.draft
+
+
+def test_names_in_strings_and_comments_are_not_places() -> None:
+    text = document(
+        {
+            10: "count = start()",
+            40: "# count them again",
+            50: 'label = "count"',
+            60: 'doc = """the count"""',
+            80: "report(count)",
+        }
+    )
+    request = renamed(text, 10, "count", "amount")
+    own = prepare(request)
+    assert own is not None
+    places = occurrence_lines(request.text, "python", ["count"], None)
+    assert places == [80]
+    assert own.window.first_line <= 80 < own.window.end_line
+    # Only in strings and comments: the window stays at the cursor.
+    quiet = document({10: "count = start()", 40: "# count", 50: 'label = "count"'})
+    plan = prepare(renamed(quiet, 10, "count", "amount"))
+    assert plan is not None and plan.window.first_line <= 10 < plan.window.end_line
+
+
+def test_a_place_inside_the_window_keeps_it_and_one_just_past_it_widens_it() -> None:
+    near = document({10: "count = start()", 14: "report(count)", 80: "report(count)"})
+    request = renamed(near, 10, "count", "amount")
+    usual = choose_window(request.text, request.cursor, (10, 11))
+    plan = prepare(request)
+    assert plan is not None and plan.window == usual
+    past = document({10: "count = start()", usual.end_line + 2: "report(count)"})
+    plan = prepare(renamed(past, 10, "count", "amount"))
+    assert plan is not None
+    assert (plan.window.first_line, plan.window.end_line) == (usual.first_line, usual.end_line + 3)
+    assert plan.user_lines == (10 - usual.first_line, 11 - usual.first_line)
+
+
+def test_the_nearest_place_wins_and_the_edit_s_own_line_is_not_one() -> None:
+    text = document({10: "count = start()", 50: "report(count)", 90: "log(count)"})
+    request = renamed(text, 10, "count", "amount")
+    places = occurrence_lines(request.text, "python", ["count"], None, (10, 11))
+    assert places == [50, 90]
+    window = target_window(request.text, request.cursor, (10, 11), places)
+    assert window.first_line <= 50 < window.end_line
+    assert window.text[window.cursor :].startswith("report(count)")
+
+
+def test_a_line_changed_the_same_way_is_found_as_code_not_in_strings() -> None:
+    body = {10: "def a():", 11: "    ...", 40: "def b():", 41: '    """', 42: "    pass"}
+    body |= {43: '    """', 70: "def c():", 71: "    pass"}
+    places = occurrence_lines(document(body), "python", [], hunk("    pass", "    ..."), (11, 12))
+    assert places == [71]
+    # A line that recurs all over the file points nowhere in particular.
+    common = {10 * i: "def a():" for i in range(1, 7)} | {
+        10 * i + 1: "    pass" for i in range(1, 7)
+    }
+    assert (
+        occurrence_lines(document(common), "python", [], hunk("    pass", "    ..."), (11, 12))
+        == []
+    )
+
+
+def test_no_grammar_no_places() -> None:
+    text = document({10: "count = start()", 80: "report(count)"})
+    assert occurrence_lines(text, "plaintext", ["count"], None) == []
+
+
+def test_a_moved_window_below_an_edit_that_added_lines_shows_its_own_original() -> None:
+    text = document({10: "count = start()", 80: "report(count)"})
+    at = text.index("count = start()")
+    history = EditHistory()
+    history.record("u", at, "count = start()", "amount = start()\nextra = 1")
+    after = text[:at] + "amount = start()\nextra = 1" + text[at + len("count = start()") :]
+    request = NextEditRequest(
+        text=after, cursor=at + 5, edits=history.edits("u"), path="m.py", prompt_format="sweep"
+    )
+    plan = prepare(request)
+    assert plan is not None and plan.window.first_line <= 81 < plan.window.end_line
+    # Below the edit nothing changed: the window before the edit is the window now.
+    assert f"<|file_sep|>original/m.py\n{plan.window.text}<|file_sep|>current" in plan.prompt.text
