@@ -9,7 +9,9 @@ whitespace removed).
     groundspec bench --next-edit [--limit N] [--load] [--output FILE]
 
 Each task is asked once per mode, one mode right after the other, so `off` and
-`auto` see the same machine. Reports, per mode: recall (edit tasks proposed
+`auto` see the same machine; the order turns from task to task (off, auto; then
+auto, off), so the prompt left in the KV cache by the first ask, and drifts of the
+machine's load, favour neither mode. Reports, per mode: recall (edit tasks proposed
 exactly right), precision (right proposals among all), quiet rate (no-op tasks
 with no proposal), latency p50/p95 (request to answer); and across modes: the
 rewrite's decode speedup of `auto` over `off` (median of per-task decode time
@@ -58,6 +60,7 @@ class Played:
     task_id: str
     kind: str
     answers: dict[str, Answer] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)  # the modes as they were asked
 
 
 def load_tasks(path: Path, limit: int | None) -> list[dict[str, Any]]:
@@ -90,14 +93,23 @@ def same_lines(a: str, b: str) -> bool:
     return [line.rstrip() for line in a.split("\n")] == [line.rstrip() for line in b.split("\n")]
 
 
-def play(server: Server, task: dict[str, Any], modes: list[str], sweep: bool) -> Played:
+def mode_order(modes: list[str], index: int) -> list[str]:
+    """The modes in the order task `index` asks them: turned by one each task."""
+    turn = index % len(modes) if modes else 0
+    return modes[turn:] + modes[:turn]
+
+
+def play(
+    server: Server, task: dict[str, Any], modes: list[str], sweep: bool, index: int = 0
+) -> Played:
     uri = (Path(tempfile.gettempdir()) / "groundspec-nes" / task["id"].replace(":", "_")).as_uri()
     item = {"uri": uri, "languageId": "python", "version": 1, "text": task["original"]}
     server.notify("textDocument/didOpen", {"textDocument": item})
     change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [task["change"]]}
     server.notify("textDocument/didChange", change)
     played = Played(task["id"], task["kind"])
-    for mode in modes:
+    played.order = mode_order(modes, index)
+    for mode in played.order:
         _drain(server)
         params = {"textDocument": {"uri": uri}, "position": task["cursor"], "speculation": mode}
         started = time.perf_counter()
@@ -197,6 +209,12 @@ def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> lis
             f"total {c['speedup_total']:.2f}x; same edits on {c['identical']:.0f} of "
             f"{c['tasks']:.0f} tasks"
         )
+    first = sorted(p.answers[p.order[0]].ms for p in runs if p.order)
+    if len(modes) > 1 and first:
+        lines.append(
+            f"first ask of each task (its prompt not yet cached): p50 "
+            f"{_percentile(first, 0.5) / 1000:.1f} s, p95 {_percentile(first, 0.95) / 1000:.1f} s"
+        )
     if sweep:
         mode = modes[-1]
         lines.append(f"confidence bar sweep ({mode}): bar: recall / precision / quiet")
@@ -272,8 +290,8 @@ def play_all(
     server = start(sweep, min_confidence)
     runs: list[Played] = []
     try:
-        for task in tasks:
-            runs.append(play(server, task, modes, sweep))
+        for index, task in enumerate(tasks):
+            runs.append(play(server, task, modes, sweep, index))
             a = runs[-1].answers[modes[-1]]
             print(
                 f"{task['kind']:5} {'RIGHT' if a.right else ('wrong' if a.edits else '-'):5} "
