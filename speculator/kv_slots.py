@@ -70,6 +70,11 @@ class KvSlots:
             except OSError as exc:
                 log.warning("KV slots are not kept across restarts: %s", exc)
         self.live_key: SlotKey | None = None  # whose KV the sessions hold now
+        # What the sessions held when `live_key` was entered without a restore:
+        # another key's cells (already saved under that key) until a sync replaces
+        # them. Saved under `live_key` they would read as its KV: a later restore
+        # would log a restored document and still evaluate it all (issue 63).
+        self._foreign: dict[int, tuple[int, int]] = {}
         self._live_written: tuple[SlotKey, int, int] | None = None
         self._persist_timer = SlotTimer(PERSIST_INTERVAL_S)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="groundspec-kv-writer")
@@ -88,19 +93,37 @@ class KvSlots:
         if slot is None or common_prefix(slot.target.cells, prompt) <= common_prefix(
             self.session.cells, prompt
         ):
+            self._mark_foreign()
             return
-        self._restore(slot)
+        if not self._restore(slot):
+            self._mark_foreign()
+
+    def _mark_foreign(self) -> None:
+        """The cells the sessions hold now are not the live key's own."""
+        self._foreign = {
+            id(session): _mark(session.cells)
+            for session in (self.session, self.draft_session)
+            if session is not None
+        }
+
+    def _own(self, session: Session) -> bool:
+        """Whether `session` holds cells synced (or restored) for the live key."""
+        return bool(session.cells) and self._foreign.get(id(session)) != _mark(session.cells)
 
     def _restore(self, slot: Slot) -> bool:
         key = slot.key
+        self._foreign = {}
         if not self.session.restore_state(
             slot.target.data, slot.target.cells, slot.target.segments
         ):
             log.warning("the saved KV of %s did not restore: evaluating afresh", key[1] or "?")
             return False
-        if self.draft_session is not None and slot.draft is not None:
+        draft_session = self.draft_session
+        if draft_session is not None and slot.draft is not None:
             draft = slot.draft
-            self.draft_session.restore_state(draft.data, draft.cells, draft.segments)
+            draft_session.restore_state(draft.data, draft.cells, draft.segments)
+        elif draft_session is not None:  # it still holds the previous key's draft KV
+            self._foreign = {id(draft_session): _mark(draft_session.cells)}
         log.info(
             "restored the %s KV of %s (%d tokens)", key[0], key[1] or "?", len(slot.target.cells)
         )
@@ -166,7 +189,7 @@ class KvSlots:
 
     def _live_slot(self) -> Slot | None:
         key = self.live_key
-        if key is None or not self.session.cells:
+        if key is None or not self._own(self.session):
             return None
         draft = self.draft_session
         completion = key[0] == "completion"
@@ -175,7 +198,7 @@ class KvSlots:
         return Slot(
             key,
             _state(self.session),
-            _state(draft) if draft is not None and draft.cells else None,
+            _state(draft) if draft is not None and self._own(draft) else None,
             window,
             header=list(header.snippets) if header is not None else None,
             header_line=header.line if header is not None else 0,
@@ -184,6 +207,10 @@ class KvSlots:
     def _stash_live(self) -> None:
         if self.ram.limit_bytes and (slot := self._live_slot()) is not None:
             self.ram.put(slot)
+
+
+def _mark(cells: list[int]) -> tuple[int, int]:
+    return len(cells), hash(tuple(cells))
 
 
 def _state(session: Session) -> SessionState:

@@ -270,3 +270,20 @@ def test_switching_files_in_a_real_workspace_evaluates_only_what_was_typed(
                     evaluated.append(session.evaluated[-1])
     fim_specials = len("<|fim_suffix|>\n<|fim_middle|>")
     assert max(evaluated) <= len("    x = \n") + fim_specials
+
+
+def test_a_cold_document_never_saves_another_documents_kv_as_its_own() -> None:
+    """Entering a document with nothing to restore leaves the other one's cells
+    in the session until its prompt is synced: a quick-window answer in between
+    must not save them as the document's KV (a later restore would log a
+    restored document and still evaluate it all)."""
+    pipeline, session = engine(Index([OLD]))
+    pipeline.complete(request(SOURCE, FAR, typing=False))  # a.py, its full prompt
+    a_cells = list(session.cells)
+    other = SOURCE.replace("def f", "def g")
+    pipeline.complete(request(other, FAR, path="/w/b.py"))  # a keystroke on cold b.py
+    assert len(session.synced[-1]) <= 192 + 64  # the quick window answered
+    slots = pipeline.generator.slots  # type: ignore[attr-defined]
+    assert slots.ram.get(("completion", "/w/b.py")) is None
+    saved_a = slots.ram.get(("completion", "/w/a.py"))
+    assert saved_a is not None and saved_a.target.cells == a_cells
