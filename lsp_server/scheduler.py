@@ -13,7 +13,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from cachetools import LRUCache
@@ -95,6 +95,7 @@ class _WarmRun:
     """One warm-up job: whether it started, whether its progress is on screen."""
 
     signature: tuple[Any, ...]
+    token: CancelToken = field(default_factory=CancelToken)
     running: bool = False
     shown: bool = False
     timer: asyncio.TimerHandle | None = None
@@ -122,6 +123,7 @@ class Scheduler:
         self._warm_timers: dict[str, asyncio.TimerHandle] = {}
         self._warm_due: dict[str, tuple[float, Callable[[], CompletionRequest | None]]] = {}
         self._warming: dict[str, tuple[Any, ...]] = {}  # key -> the prompt being warmed
+        self._warm_runs: dict[str, _WarmRun] = {}  # key -> its warm-up submitted last
         self.warm_observer: WarmObserver | None = None
         self.cache_hits = 0
         self.shared = 0
@@ -308,9 +310,15 @@ class Scheduler:
         if request is None or self._warming.get(key) == _signature(request):
             return  # nothing to warm, or this very prompt is warming (didOpen, then "ready")
         run = _WarmRun(_signature(request))
+        # The user is in this document now: another document's warm-up (a 20 s
+        # prompt opened earlier) would hold the worker, and this one would wait
+        # behind it until the next keystroke there cancels it (issue 63).
+        for other in [k for k in self._warm_runs if k != key]:
+            self._warm_runs.pop(other).token.cancel()
+        self._warm_runs[key] = run
         self._warming[key] = run.signature
         self.warms += 1
-        token = CancelToken()
+        token = run.token
         loop = asyncio.get_running_loop()
 
         def warm() -> int:
@@ -337,6 +345,8 @@ class Scheduler:
     def _warm_finished(self, key: str, run: _WarmRun, future: Future[Any]) -> None:
         if self._warming.get(key) == run.signature:
             del self._warming[key]
+        if self._warm_runs.get(key) is run:
+            del self._warm_runs[key]
         run.running = False
         if run.timer is not None:
             run.timer.cancel()

@@ -272,3 +272,20 @@ async def test_alternatives_skip_the_cache_and_put_the_greedy_one_first(setup) -
     assert [r.text for r in results] == ["value", "alt1_value", "alt2_value"]
     assert results[0].text == first.text
     assert engine.totals()["requests"] == 2  # the alternatives did not come from the cache
+
+
+async def test_a_warm_up_for_another_document_cancels_the_running_one(setup) -> None:
+    """Issue 63: the user opened a file and moved to another; the first file's
+    long warm-up must not hold the worker while the one being edited waits."""
+    scheduler, engine = setup
+    await scheduler.host.get(1)
+    engine.warm_ms = 5000.0  # a cold warm-up of a big file
+    scheduler.schedule_warm("opened", lambda: request(), 0.0)
+    await asyncio.sleep(0.1)  # running on the worker
+    started = time.perf_counter()
+    engine.warm_ms = 0.0  # the running one keeps its 5 s
+    scheduler.schedule_warm("edited", lambda: request("ab"), 0.0)
+    while not engine.warmed and time.perf_counter() - started < 3:
+        await asyncio.sleep(0.02)
+    assert engine.warmed == [2] and engine.cancelled_warms == 1
+    assert time.perf_counter() - started < 2.0  # not behind the 5 s warm-up
