@@ -1,7 +1,10 @@
 """The HTTP front door: llama-server- and OpenAI-compatible endpoints on the same engine.
 
 Editors set up for llama-server (llama.vim, llama.vscode) and OpenAI-style
-clients talk to groundspec without changing editor. aiohttp serves on the
+clients talk to groundspec without changing editor. Each endpoint is thin: it
+reads its body into engine requests (http_asks.py, pure), calls the application
+service the LSP handlers call (lsp_server/service.py), and formats the answer
+(http_wire.py, http_io.py). aiohttp serves on the
 asyncio loop; every engine call still runs on the one engine thread, so HTTP
 requests queue behind each other (and behind LSP requests when both run in one
 process). A client that disconnects cancels its request: aiohttp cancels the
@@ -10,9 +13,10 @@ handler task and the service fires the request's CancelToken.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -26,11 +30,10 @@ from speculator.types import (
     Engine,
     RefactorRequest,
     RefactorResult,
-    Snippet,
     Stats,
 )
-from speculator.validate import text_problem
 
+from . import http_asks as asks
 from . import http_guard
 from . import http_wire as wire
 from .http_io import (
@@ -40,7 +43,6 @@ from .http_io import (
     errors_as_json,
     json_response,
     llama_sender,
-    pick,
     refactor_timings,
     send_done,
     send_event,
@@ -50,17 +52,15 @@ from .http_io import (
 )
 from .http_limits import ClientLimits, peer
 from .http_llama import LlamaExtras, tokenizer_of
-from .http_prompts import Prompt, needs_tokenizer, prompt_text, prompts_of, raw_fim
+from .http_prompts import Prompt, needs_tokenizer, prompt_text, prompts_of
 from .http_slots import SlotRouter
-from .http_stream import streamed
+from .http_stream import Send, streamed
 from .options import ServerOptions
 from .startup import cannot_listen
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-# What a llama-server request completes: text, cursor, languageId, context, the prompt echoed.
-Source = tuple[str, int, str, list[Snippet], str]
 
 
 class EngineGate(Protocol):
@@ -77,6 +77,14 @@ class EngineGate(Protocol):
     async def call_engine(self, call: Callable[[Engine], T], token: CancelToken) -> T:
         """Run `call` on the engine thread (cancelling the awaiting task fires `token`)."""
         ...
+
+    async def run_completion(
+        self, request: CompletionRequest, token: CancelToken
+    ) -> CompletionResult: ...
+
+    async def run_refactor(
+        self, request: RefactorRequest, token: CancelToken
+    ) -> RefactorResult: ...
 
 
 class FrontDoor:
@@ -139,12 +147,8 @@ class FrontDoor:
 
     async def infill(self, request: web.Request) -> web.StreamResponse:
         body = wire.decode(await request.read(), wire.InfillBody)
-        prefix = body.input_prefix + body.prompt
-        text = prefix + body.input_suffix
-        extra = [Snippet(path=c.filename, text=c.text) for c in body.input_extra if c.text]
-        language = wire.guess_language(body, body.input_extra)
-        source = (text, len(prefix), language, extra, body.prompt)
-        return await self._llama_generate(request, body, source)
+        ask = asks.infill_ask(body, self.options())
+        return await self._llama_generate(request, body, ask)
 
     async def completion(self, request: web.Request) -> web.StreamResponse:
         """A prompt completed at its end, or as the FIM layout it is written in
@@ -152,24 +156,11 @@ class FrontDoor:
         body = wire.decode(await request.read(), wire.CompletionBody)
         client = slot_key(request, body.id_slot)
         texts = await self._prompt_texts(prompts_of(body.prompt), client)
-        sources = [self._read_prompt(body, text) for text in texts]
-        if len(sources) == 1:
-            return await self._llama_generate(request, body, sources[0])
-        if body.stream:
-            raise wire.BadRequest("stream: true takes one prompt at a time")
-        for source in sources:
-            self._check_text(source[0])
-        wire.refuse_unsupported(body.n_probs, body.logit_bias)
-        answers = [await self._llama_payload(request, body, source, None) for source in sources]
+        llama_asks = asks.completion_asks(body, texts, self.options())
+        if len(llama_asks) == 1:
+            return await self._llama_generate(request, body, llama_asks[0])
+        answers = [await self._llama_payload(request, body, ask, None) for ask in llama_asks]
         return json_response([answer | {"index": i} for i, answer in enumerate(answers)])
-
-    def _read_prompt(self, body: wire.CompletionBody, prompt: str) -> Source:
-        fim = raw_fim(prompt)
-        if fim is None:
-            return prompt, len(prompt), wire.guess_language(body), [], prompt
-        path = body.filename or fim.path
-        language = body.language or (wire.language_id_for_path(path) if path else "plaintext")
-        return fim.prefix + fim.suffix, len(fim.prefix), language, fim.extra, prompt
 
     async def _prompt_texts(self, prompts: list[Prompt], client: str) -> list[str]:
         """The prompts as text: token ids spelled out with the model's vocabulary."""
@@ -180,12 +171,13 @@ class FrontDoor:
         )
 
     async def _llama_generate(
-        self, request: web.Request, body: wire.InfillBody | wire.CompletionBody, source: Source
+        self,
+        request: web.Request,
+        body: wire.InfillBody | wire.CompletionBody,
+        ask: asks.LlamaAsk,
     ) -> web.StreamResponse:
-        self._check_text(source[0])
-        wire.refuse_unsupported(body.n_probs, body.logit_bias)  # before any stream starts
         stream = await start_stream(request) if body.stream else None
-        payload = await self._llama_payload(request, body, source, stream)
+        payload = await self._llama_payload(request, body, ask, stream)
         if stream is None:
             return json_response(payload)
         # In stream mode the content went out in the partial events (as llama-server).
@@ -196,40 +188,33 @@ class FrontDoor:
         self,
         request: web.Request,
         body: wire.InfillBody | wire.CompletionBody,
-        source: Source,
+        ask: asks.LlamaAsk,
         stream: web.StreamResponse | None,
     ) -> dict[str, Any]:
         """One /infill or /completion answer (its text streamed when `stream`)."""
-        text, cursor, language, extra, echo = source
-        max_tokens = self._max_tokens(body.n_predict)
-        n_indent = body.n_indent if isinstance(body, wire.InfillBody) else 0
-        stops = body.stop or []
-        if max_tokens == 0:
-            # llama.vim / llama.vscode send extra context ahead of time this way: it
-            # travels with each completion anyway, so there is nothing to compute.
+        if ask.completion is None:
             result = CompletionResult(text="", stats=Stats())
             done = wire.Finish(content="", stop_type="limit")
         else:
             client = slot_key(request, body.id_slot)
-            completion = msgspec.structs.replace(
-                self._completion_request(body, text, cursor, language, max_tokens),
-                slot=self.slots.route(client, text, body.filename),
-                max_predict_ms=max(0.0, body.t_max_predict_ms or 0.0),
-            )
+            completion = self._routed(ask.completion, client)
             send = None if stream is None else llama_sender(stream, body.id_slot)
-            result = await self._sample(completion, client, extra, stops, n_indent, send)
-            generated = result.stats.generated_tokens
+            result = await self._sample(completion, client, ask.stops, ask.n_indent, send)
             done = wire.finish(
-                result.text, stops, n_indent, max_tokens, generated, timed_out=result.timed_out
+                result.text,
+                ask.stops,
+                ask.n_indent,
+                ask.max_tokens,
+                result.stats.generated_tokens,
+                timed_out=result.timed_out,
             )
-        settings = self._settings(body, max_tokens)
         return wire.llama_completion(
             result,
             done,
             model=self.model_name,
-            prompt=echo,
+            prompt=ask.echo,
             id_slot=body.id_slot,
-            settings=settings,
+            settings=ask.settings,
             response_fields=body.response_fields,
         )
 
@@ -246,28 +231,16 @@ class FrontDoor:
 
     async def openai_completions(self, request: web.Request) -> web.StreamResponse:
         body = wire.decode(await request.read(), wire.OpenAICompletionBody)
-        wire.refuse_unsupported(body.logprobs, body.logit_bias)
-        max_tokens = self._max_tokens(body.max_tokens)
+        wire.refuse_unsupported(body.logprobs, body.logit_bias)  # before any tokenizing
         client = slot_key(request, body.id_slot)
-        prompts = await self._prompt_texts(prompts_of(body.prompt), client)
-        language = body.language or (
-            wire.language_id_for_path(body.filename) if body.filename else "plaintext"
-        )
-        for prompt in prompts:
-            self._check_text(prompt + (body.suffix or ""))
+        texts = await self._prompt_texts(prompts_of(body.prompt), client)
+        ask = asks.openai_ask(body, texts, self.options())
         envelope = wire.openai_envelope("text_completion", wire.new_id("cmpl"), self.model_name)
         ident = {"id": envelope.pop("id")}  # llama-server's order: usage, id, timings
         stream = await start_stream(request) if body.stream else None
         choices, stats = [], []
-        for p, prompt in enumerate(prompts):
-            fim = raw_fim(prompt)  # a prompt in the FIM layout: its parts
-            before = prompt if fim is None else fim.prefix
-            text = before + ((body.suffix or "") if fim is None else fim.suffix)
-            extra = [] if fim is None else fim.extra
-            completion = msgspec.structs.replace(
-                self._completion_request(body, text, len(before), language, max_tokens),
-                slot=self.slots.route(client, text, body.filename),
-            )
+        for p, one in enumerate(ask.prompts):
+            completion = self._routed(one.completion, client)
             previous: CompletionResult | None = None
             for j in range(body.n):
                 index = p * body.n + j
@@ -275,37 +248,11 @@ class FrontDoor:
                 if stream is not None:
                     send = choice_sender(stream, index, envelope | ident)
                     if body.echo:
-                        await send(prompt, 0, 0)
-                if max_tokens == 0:  # nothing to predict, as /infill's n_predict 0
-                    result = CompletionResult(text="", stats=Stats())
-                elif previous is not None and completion.temperature == 0.0:
-                    result = previous  # greedy: every sample is the same text
-                    if send is not None and result.text:
-                        await send(wire.finish(result.text, body.stops(), 0, 0, 0).content, 0, 0)
-                else:
-                    seed = completion.seed + j if completion.seed >= 0 else -1  # -1: random
-                    seeded = msgspec.structs.replace(completion, seed=seed)
-                    result = await self._sample(seeded, client, extra, body.stops(), 0, send)
+                        await send(one.prompt, 0, 0)
+                result = await self._openai_sample(ask, completion, j, previous, client, send)
                 previous = result
                 stats.append(result.stats)
-                generated = result.stats.generated_tokens
-                if max_tokens == 0:
-                    done = wire.Finish(content="", stop_type="limit")  # stopped by the limit
-                else:
-                    done = wire.finish(
-                        result.text,
-                        body.stops(),
-                        0,
-                        max_tokens,
-                        generated,
-                        timed_out=result.timed_out,
-                    )
-                choice = {
-                    "text": prompt + done.content if body.echo else done.content,
-                    "index": index,
-                    "logprobs": None,
-                    "finish_reason": wire.finish_reason(done),
-                }
+                choice = openai_choice(ask, one.prompt, body.echo, index, result)
                 if stream is not None:
                     closing = {"choices": [choice | {"text": ""}]} | envelope
                     usage = {"usage": wire.usage([result.stats])}
@@ -325,38 +272,35 @@ class FrontDoor:
         await send_done(stream)
         return stream
 
+    async def _openai_sample(
+        self,
+        ask: asks.OpenAIAsk,
+        completion: CompletionRequest,
+        j: int,
+        previous: CompletionResult | None,
+        client: str,
+        send: Send | None,
+    ) -> CompletionResult:
+        """The j-th sample of one prompt."""
+        if ask.max_tokens == 0:  # nothing to predict, as /infill's n_predict 0
+            return CompletionResult(text="", stats=Stats())
+        if previous is not None and completion.temperature == 0.0:
+            # greedy: every sample is the same text
+            if send is not None and previous.text:
+                await send(wire.finish(previous.text, ask.stops, 0, 0, 0).content, 0, 0)
+            return previous
+        return await self._sample(asks.nth_sample(completion, j), client, ask.stops, 0, send)
+
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         """Instruction edits on a selection (llama.vim, llama.vscode), via refactor."""
         body = wire.decode(await request.read(), wire.ChatBody)
-        ask = wire.edit_ask(body.messages)
-        self._check_text(ask.text)
-        options = self.options()
-        max_tokens = (
-            options.refactor_max_tokens
-            if body.max_tokens is None or body.max_tokens <= 0
-            else min(body.max_tokens, wire.MAX_PREDICT)
-        )
-        refactor = RefactorRequest(
-            text=ask.text,
-            start=ask.start,
-            end=ask.end,
-            instruction=ask.instruction,
-            language_id=body.language
-            or (wire.language_id_for_path(body.filename) if body.filename else "plaintext"),
-            path=body.filename,
-            max_tokens=max_tokens,
-            speculation=body.speculation or options.speculation,
-            temperature=pick(body.temperature, options.temperature),
-            top_p=pick(body.top_p, 1.0),
-            seed=body.seed or 0,
-        )
+        refactor = asks.chat_ask(body, self.options())
         slot = slot_key(request, body.id_slot)
         ident = wire.new_id("chatcmpl")
         stream = await start_stream(request) if body.stream else None
-        result: RefactorResult = await self._call(
-            lambda engine, token: engine.refactor(refactor, token), slot
-        )
-        done = wire.finish(result.new_text, body.stops(), 0, max_tokens, 0)
+        async with self._turn(slot) as token:
+            result = await self.gate.run_refactor(refactor, token)
+        done = wire.finish(result.new_text, body.stops(), 0, refactor.max_tokens, 0)
         envelope = wire.openai_envelope("chat.completion", ident, self.model_name)
         message = {"role": "assistant", "content": done.content}
         choices = [
@@ -383,92 +327,72 @@ class FrontDoor:
         await send_done(stream)
         return stream
 
-    # -- engine calls -------------------------------------------------------------------
+    # -- service calls ------------------------------------------------------------------
 
-    async def _complete(
-        self, completion: CompletionRequest, slot: str, extra: list[Snippet]
-    ) -> CompletionResult:
-        """The request's input_extra travels in it (ranked ahead of the workspace's)."""
-        if extra:
-            completion = msgspec.structs.replace(completion, extra_context=extra)
-        return await self._call(lambda engine, token: engine.complete(completion, token), slot)
+    def _routed(self, completion: CompletionRequest, client: str) -> CompletionRequest:
+        """The request in `client`'s KV slot for its document (SlotRouter)."""
+        slot = self.slots.route(client, completion.text, completion.path)
+        return msgspec.structs.replace(completion, slot=slot)
 
-    async def _call(self, call: Callable[[Engine, CancelToken], T], slot: str) -> T:
-        """One engine call for client `slot`, on the service's engine thread."""
+    @contextlib.asynccontextmanager
+    async def _turn(self, client: str) -> AsyncIterator[CancelToken]:
+        """`client`'s turn at the engine, and the token that cancels its call (a
+        client that disconnects, a /slots erase)."""
         self.gate.ensure_loading()
         token = CancelToken()
-        log.debug("engine call for %s", slot)
-        running = self.running.setdefault(slot, set())
+        log.debug("engine call for %s", client)
+        running = self.running.setdefault(client, set())
         running.add(token)
         try:
             async with self.limits.turn(peer.get()):
-                return await self.gate.call_engine(lambda engine: call(engine, token), token)
+                yield token
         finally:
             running.discard(token)
             if not running:
-                self.running.pop(slot, None)
+                self.running.pop(client, None)
+
+    async def _call(self, call: Callable[[Engine, CancelToken], T], client: str) -> T:
+        """One engine call for `client` (the tokenizer's), on the service's engine thread."""
+        async with self._turn(client) as token:
+            return await self.gate.call_engine(lambda engine: call(engine, token), token)
+
+    async def _complete(self, completion: CompletionRequest, client: str) -> CompletionResult:
+        async with self._turn(client) as token:
+            return await self.gate.run_completion(completion, token)
 
     async def _sample(
         self,
         completion: CompletionRequest,
         client: str,
-        extra: list[Snippet],
         stops: list[str],
         n_indent: int,
-        send: Callable[[str, int, int], Awaitable[None]] | None,
+        send: Send | None,
     ) -> CompletionResult:
         """One completion, streamed through `send` when given."""
         if send is None:
-            return await self._complete(completion, client, extra)
+            return await self._complete(completion, client)
         return await streamed(
-            lambda c: self._complete(c, client, extra), completion, stops, n_indent, send
+            lambda c: self._complete(c, client), completion, stops, n_indent, send
         )
 
-    def _check_text(self, text: str) -> None:
-        """Refuse (400) what groundspec/complete refuses: text over maxDocumentChars or
-        with NUL bytes; before any stream starts or the engine is waited for."""
-        if (problem := text_problem(text, self.options().max_document_chars)) is not None:
-            raise wire.BadRequest(problem)
 
-    def _max_tokens(self, asked: int | None) -> int:
-        if asked is None or asked < 0:
-            return self.options().max_tokens
-        return min(asked, wire.MAX_PREDICT)
-
-    def _completion_request(
-        self,
-        body: wire.InfillBody | wire.CompletionBody | wire.OpenAICompletionBody,
-        text: str,
-        cursor: int,
-        language: str,
-        max_tokens: int,
-    ) -> CompletionRequest:
-        options = self.options()
-        top_k = getattr(body, "top_k", None)
-        return CompletionRequest(
-            text=text,
-            cursor=cursor,
-            language_id=language,
-            path=body.filename,
-            max_tokens=max(1, max_tokens),
-            speculation=body.speculation or options.speculation,
-            temperature=pick(body.temperature, options.temperature),
-            top_p=pick(body.top_p, 1.0),
-            top_k=max(0, top_k or 0),
-            seed=body.seed or 0,
-            workspace_context=options.http_workspace_context,
+def openai_choice(
+    ask: asks.OpenAIAsk, prompt: str, echo: bool, index: int, result: CompletionResult
+) -> dict[str, Any]:
+    """One choice of a /v1/completions answer (its text empty when streamed)."""
+    if ask.max_tokens == 0:
+        done = wire.Finish(content="", stop_type="limit")  # stopped by the limit
+    else:
+        generated = result.stats.generated_tokens
+        done = wire.finish(
+            result.text, ask.stops, 0, ask.max_tokens, generated, timed_out=result.timed_out
         )
-
-    def _settings(self, body: wire.InfillBody | wire.CompletionBody, n_predict: int) -> Any:
-        options = self.options()
-        return {
-            "n_predict": n_predict,
-            "temperature": pick(body.temperature, options.temperature),
-            "top_k": body.top_k or 0,
-            "top_p": pick(body.top_p, 1.0),
-            "stop": body.stop or [],
-            "speculation": body.speculation or options.speculation,
-        }
+    return {
+        "text": prompt + done.content if echo else done.content,
+        "index": index,
+        "logprobs": None,
+        "finish_reason": wire.finish_reason(done),
+    }
 
 
 # -- serving --------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import msgspec
 from aiohttp import web
@@ -20,7 +20,6 @@ from .worker import EngineUnavailable
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 MAX_BODY_BYTES = 8 * 1024 * 1024  # a document plus its extra context; more is refused (413)
 STREAM_KEY = web.RequestKey("groundspec.stream", web.StreamResponse)
 
@@ -171,10 +170,6 @@ def choice_sender(
         await send_event(stream, {"choices": [choice]} | envelope)
 
     return send
-
-
-def pick(value: T | None, default: T) -> T:
-    return default if value is None else value
 
 
 def sum_stats(stats: list[Stats]) -> Stats:

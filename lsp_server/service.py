@@ -27,10 +27,12 @@ from speculator.totals import Totals
 from speculator.types import (
     Cancelled,
     CancelToken,
+    CompletionRequest,
     CompletionResult,
     Engine,
     EngineError,
     ProgressCallback,
+    RefactorRequest,
     RefactorResult,
 )
 from speculator.workspace import WorkspaceIndex
@@ -287,7 +289,8 @@ class CompletionService:
         start, end = rq.offsets(src.index, req.range.lsp())
         request = rq.refactor_request(src, start, end, req, self.options)
         token = token or CancelToken()
-        result = await self.run_engine(lambda e: e.refactor(request, token), token)
+        with self._lsp_errors():
+            result = await self.run_refactor(request, token)
         return src, refactor_result(src, result)
 
     def check_unchanged(self, src: rq.Resolved) -> None:
@@ -316,11 +319,29 @@ class CompletionService:
         engine = await self.host.get(self.options.load_wait_ms / 1000)
         return await self.scheduler.run(lambda: fn(engine), token)
 
+    async def run_completion(
+        self, request: CompletionRequest, token: CancelToken
+    ) -> CompletionResult:
+        """A completion exactly as a front door built it (HTTP: its sampling, KV slot
+        and extra context are in the request): never debounced or cached."""
+        return await self.call_engine(lambda e: e.complete(request, token), token)
+
+    async def run_refactor(self, request: RefactorRequest, token: CancelToken) -> RefactorResult:
+        """A refactor as built by a front door (LSP: requests.refactor_request; HTTP:
+        http_asks.chat_ask)."""
+        return await self.call_engine(lambda e: e.refactor(request, token), token)
+
     async def run_engine(self, fn: Callable[[Engine], T], token: CancelToken) -> T:
         """call_engine with errors as the LSP handlers answer them."""
+        with self._lsp_errors():
+            return await self.call_engine(fn, token)
+
+    @contextlib.contextmanager
+    def _lsp_errors(self) -> Iterator[None]:
+        """A place among the one-shot calls, and engine errors as LSP errors."""
         try:
             with self._place():
-                return await self.call_engine(fn, token)
+                yield
         except Cancelled:
             raise rq.RequestCancelled("groundspec: the request was cancelled") from None
         except (EngineUnavailable, EngineError) as exc:

@@ -39,6 +39,12 @@ class StubGate:
         engine = self.engine
         return await asyncio.to_thread(lambda: call(engine))
 
+    async def run_completion(self, request: Any, token: CancelToken) -> Any:
+        return await self.call_engine(lambda e: e.complete(request, token), token)
+
+    async def run_refactor(self, request: Any, token: CancelToken) -> Any:
+        return await self.call_engine(lambda e: e.refactor(request, token), token)
+
 
 async def _serve(gate: StubGate) -> AsyncIterator[str]:
     server = TestServer(FrontDoor(gate, ServerOptions).app())  # a real socket on loopback

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lsp_server.http import FrontDoor
+from lsp_server.http_asks import completion_asks
 from lsp_server.http_wire import CompletionBody
 from lsp_server.options import ServerOptions, StartupConfig
 from lsp_server.roots import RootPolicy
@@ -95,7 +95,6 @@ def test_a_request_without_workspace_context_never_asks_the_index() -> None:
 @pytest.mark.parametrize("configured", [False, True])
 def test_http_requests_follow_http_workspace_context(configured: bool) -> None:
     options = ServerOptions(http_workspace_context=configured)
-    front = FrontDoor(CompletionService(StartupConfig(options=options)), lambda: options)
-    body = CompletionBody(prompt="x = ")
-    request = front._completion_request(body, "x = ", 4, "python", 8)
-    assert request.workspace_context is configured
+    (ask,) = completion_asks(CompletionBody(prompt="x = "), ["x = "], options)
+    assert ask.completion is not None
+    assert ask.completion.workspace_context is configured

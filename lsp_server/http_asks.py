@@ -1,0 +1,238 @@
+"""HTTP bodies read into what the application service is asked.
+
+One pure function per endpoint: the decoded body (http_wire.py), its prompts as
+text where the endpoint takes prompts, and the server's options in; engine
+requests out (or BadRequest). No aiohttp, no engine, no state: http.py routes a
+request, reads it here, calls the service (lsp_server/service.py, the one the
+LSP handlers call) and formats the answer. The KV slot is the one thing added
+afterwards, by http.py's SlotRouter, which remembers each client's documents.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+
+from speculator.types import CompletionRequest, RefactorRequest, Snippet
+from speculator.validate import text_problem
+
+from . import http_wire as wire
+from .http_prompts import raw_fim
+from .options import ServerOptions
+
+T = TypeVar("T")
+SamplingBody = wire.InfillBody | wire.CompletionBody | wire.OpenAICompletionBody
+
+
+class Source(msgspec.Struct, frozen=True):
+    """What a llama-server request completes, and the prompt its answer echoes."""
+
+    text: str
+    cursor: int
+    language: str
+    extra: list[Snippet]
+    echo: str
+
+
+class LlamaAsk(msgspec.Struct, frozen=True):
+    """One /infill or /completion prompt, as the engine is asked it."""
+
+    # None when n_predict is 0: llama.vim and llama.vscode send extra context ahead
+    # of time this way; it travels with each completion anyway, so nothing is computed.
+    completion: CompletionRequest | None
+    echo: str
+    stops: list[str]
+    n_indent: int
+    max_tokens: int
+    settings: dict[str, Any]
+
+
+class OpenAIPrompt(msgspec.Struct, frozen=True):
+    """One prompt of a /v1/completions request."""
+
+    prompt: str
+    completion: CompletionRequest
+
+
+class OpenAIAsk(msgspec.Struct, frozen=True):
+    prompts: list[OpenAIPrompt]
+    max_tokens: int
+    stops: list[str]
+
+
+# -- llama-server: /infill and /completion --------------------------------------------
+
+
+def infill_ask(body: wire.InfillBody, options: ServerOptions) -> LlamaAsk:
+    """/infill: the typed part of the line (`prompt`) follows input_prefix."""
+    prefix = body.input_prefix + body.prompt
+    extra = [Snippet(path=c.filename, text=c.text) for c in body.input_extra if c.text]
+    language = wire.guess_language(body, body.input_extra)
+    source = Source(prefix + body.input_suffix, len(prefix), language, extra, body.prompt)
+    check_text(source.text, options)
+    wire.refuse_unsupported(body.n_probs, body.logit_bias)
+    return llama_ask(body, source, options)
+
+
+def completion_asks(
+    body: wire.CompletionBody, prompts: list[str], options: ServerOptions
+) -> list[LlamaAsk]:
+    """/completion: each prompt completed at its end, or as the FIM layout it is
+    written in (http_prompts.py); several prompts answer as a list, never streamed."""
+    sources = [prompt_source(body, prompt) for prompt in prompts]
+    if len(sources) > 1 and body.stream:
+        raise wire.BadRequest("stream: true takes one prompt at a time")
+    for source in sources:
+        check_text(source.text, options)
+    wire.refuse_unsupported(body.n_probs, body.logit_bias)
+    return [llama_ask(body, source, options) for source in sources]
+
+
+def prompt_source(body: wire.CompletionBody, prompt: str) -> Source:
+    fim = raw_fim(prompt)
+    if fim is None:
+        return Source(prompt, len(prompt), wire.guess_language(body), [], prompt)
+    path = body.filename or fim.path
+    language = body.language or (wire.language_id_for_path(path) if path else "plaintext")
+    return Source(fim.prefix + fim.suffix, len(fim.prefix), language, fim.extra, prompt)
+
+
+def llama_ask(
+    body: wire.InfillBody | wire.CompletionBody, source: Source, options: ServerOptions
+) -> LlamaAsk:
+    """The engine request for one checked source (none when n_predict is 0)."""
+    limit = max_tokens(body.n_predict, options)
+    completion = None
+    if limit > 0:
+        completion = msgspec.structs.replace(
+            completion_request(body, source.text, source.cursor, source.language, limit, options),
+            max_predict_ms=max(0.0, body.t_max_predict_ms or 0.0),
+            extra_context=source.extra or None,  # ranked ahead of the workspace's
+        )
+    return LlamaAsk(
+        completion=completion,
+        echo=source.echo,
+        stops=body.stop or [],
+        n_indent=body.n_indent if isinstance(body, wire.InfillBody) else 0,
+        max_tokens=limit,
+        settings=settings(body, limit, options),
+    )
+
+
+def settings(
+    body: wire.InfillBody | wire.CompletionBody, n_predict: int, options: ServerOptions
+) -> dict[str, Any]:
+    """llama-server's generation_settings, as this request was served."""
+    return {
+        "n_predict": n_predict,
+        "temperature": pick(body.temperature, options.temperature),
+        "top_k": body.top_k or 0,
+        "top_p": pick(body.top_p, 1.0),
+        "stop": body.stop or [],
+        "speculation": body.speculation or options.speculation,
+    }
+
+
+# -- OpenAI: /v1/completions and /v1/chat/completions -------------------------------
+
+
+def openai_ask(
+    body: wire.OpenAICompletionBody, prompts: list[str], options: ServerOptions
+) -> OpenAIAsk:
+    """/v1/completions: each prompt completed at its end (before `suffix`), or as
+    the FIM layout it is written in. The caller has refused logprobs and
+    logit_bias already, before any prompt was tokenized."""
+    limit = max_tokens(body.max_tokens, options)
+    language = body.language or (
+        wire.language_id_for_path(body.filename) if body.filename else "plaintext"
+    )
+    suffix = body.suffix or ""
+    for prompt in prompts:
+        check_text(prompt + suffix, options)
+    asks = []
+    for prompt in prompts:
+        fim = raw_fim(prompt)
+        before = prompt if fim is None else fim.prefix
+        text = before + (suffix if fim is None else fim.suffix)
+        completion = completion_request(body, text, len(before), language, limit, options)
+        if fim is not None and fim.extra:
+            completion = msgspec.structs.replace(completion, extra_context=fim.extra)
+        asks.append(OpenAIPrompt(prompt=prompt, completion=completion))
+    return OpenAIAsk(prompts=asks, max_tokens=limit, stops=body.stops())
+
+
+def nth_sample(completion: CompletionRequest, j: int) -> CompletionRequest:
+    """The j-th of `n` samples: its own seed (-1 stays random)."""
+    seed = completion.seed + j if completion.seed >= 0 else -1
+    return msgspec.structs.replace(completion, seed=seed)
+
+
+def chat_ask(body: wire.ChatBody, options: ServerOptions) -> RefactorRequest:
+    """/v1/chat/completions: an instruction edit of the selection in the last user
+    message (llama.vim's, llama.vscode's or a fenced block), run as a refactor."""
+    ask = wire.edit_ask(body.messages)
+    check_text(ask.text, options)
+    asked = body.max_tokens
+    limit = (
+        options.refactor_max_tokens if asked is None or asked <= 0 else min(asked, wire.MAX_PREDICT)
+    )
+    return RefactorRequest(
+        text=ask.text,
+        start=ask.start,
+        end=ask.end,
+        instruction=ask.instruction,
+        language_id=body.language
+        or (wire.language_id_for_path(body.filename) if body.filename else "plaintext"),
+        path=body.filename,
+        max_tokens=limit,
+        speculation=body.speculation or options.speculation,
+        temperature=pick(body.temperature, options.temperature),
+        top_p=pick(body.top_p, 1.0),
+        seed=body.seed or 0,
+    )
+
+
+# -- shared -------------------------------------------------------------------------
+
+
+def check_text(text: str, options: ServerOptions) -> None:
+    """Refuse (400) what groundspec/complete refuses: text over maxDocumentChars or
+    with NUL bytes; before any stream starts or the engine is waited for."""
+    if (problem := text_problem(text, options.max_document_chars)) is not None:
+        raise wire.BadRequest(problem)
+
+
+def max_tokens(asked: int | None, options: ServerOptions) -> int:
+    """n_predict / max_tokens: -1 or absent is the server's maxTokens; 0 computes nothing."""
+    if asked is None or asked < 0:
+        return options.max_tokens
+    return min(asked, wire.MAX_PREDICT)
+
+
+def completion_request(
+    body: SamplingBody,
+    text: str,
+    cursor: int,
+    language: str,
+    limit: int,
+    options: ServerOptions,
+) -> CompletionRequest:
+    top_k = getattr(body, "top_k", None)  # llama-server's bodies only
+    return CompletionRequest(
+        text=text,
+        cursor=cursor,
+        language_id=language,
+        path=body.filename,
+        max_tokens=max(1, limit),
+        speculation=body.speculation or options.speculation,
+        temperature=pick(body.temperature, options.temperature),
+        top_p=pick(body.top_p, 1.0),
+        top_k=max(0, top_k or 0),
+        seed=body.seed or 0,
+        workspace_context=options.http_workspace_context,
+    )
+
+
+def pick(value: T | None, default: T) -> T:
+    return default if value is None else value

@@ -1,0 +1,165 @@
+"""HTTP bodies read into engine requests (lsp_server/http_asks.py), on plain data:
+no server, no engine."""
+
+from __future__ import annotations
+
+from typing import TypeVar
+
+import msgspec
+import pytest
+
+from lsp_server.http_asks import (
+    chat_ask,
+    completion_asks,
+    infill_ask,
+    max_tokens,
+    nth_sample,
+    openai_ask,
+)
+from lsp_server.http_wire import (
+    BadRequest,
+    ChatBody,
+    CompletionBody,
+    InfillBody,
+    OpenAICompletionBody,
+)
+from lsp_server.options import ServerOptions
+from speculator.types import CompletionRequest, Snippet
+
+OPTIONS = ServerOptions()
+FIM = "<|file_sep|>lib.py\ndef helper(): ...\n<|file_sep|>app.py\n<|fim_prefix|>x = <|fim_suffix|>\ny = 2<|fim_middle|>"
+
+
+S = TypeVar("S")
+
+
+def body(kind: type[S], **fields: object) -> S:
+    return msgspec.convert(fields, kind)
+
+
+def test_infill_puts_the_typed_prompt_before_the_cursor_and_input_extra_in_the_request() -> None:
+    infill = body(
+        InfillBody,
+        input_prefix="def f():\n    ",
+        prompt="ret",
+        input_suffix="\n",
+        input_extra=[{"filename": "util.py", "text": "def g(): ..."}, {"text": ""}],
+        n_predict=12,
+        temperature=0.5,
+        top_k=-3,
+        stop=["\n"],
+        n_indent=4,
+        t_max_predict_ms=-1.0,
+    )
+    ask = infill_ask(infill, OPTIONS)
+    completion = ask.completion
+    assert completion is not None
+    assert completion.text == "def f():\n    ret\n"
+    assert completion.cursor == len("def f():\n    ret")
+    assert completion.language_id == "python"  # the extra files' language
+    assert completion.extra_context == [Snippet(path="util.py", text="def g(): ...")]
+    assert (completion.max_tokens, completion.temperature, completion.top_k) == (12, 0.5, 0)
+    assert completion.max_predict_ms == 0.0  # a negative limit is none
+    assert completion.slot is None  # the front door routes it
+    assert (ask.echo, ask.stops, ask.n_indent, ask.max_tokens) == ("ret", ["\n"], 4, 12)
+    assert ask.settings == {
+        "n_predict": 12,
+        "temperature": 0.5,
+        "top_k": -3,
+        "top_p": 1.0,
+        "stop": ["\n"],
+        "speculation": OPTIONS.speculation,
+    }
+
+
+def test_n_predict_zero_asks_nothing_of_the_engine() -> None:
+    ask = infill_ask(body(InfillBody, input_prefix="x", n_predict=0), OPTIONS)
+    assert ask.completion is None and ask.max_tokens == 0
+
+
+def test_infill_refuses_binary_text_before_unsupported_fields() -> None:
+    with pytest.raises(BadRequest, match="binary"):
+        infill_ask(body(InfillBody, input_prefix="a\x00", n_probs=3), OPTIONS)
+    with pytest.raises(BadRequest, match="n_probs"):
+        infill_ask(body(InfillBody, input_prefix="a", n_probs=3), OPTIONS)
+
+
+def test_a_plain_prompt_is_completed_at_its_end_and_a_fim_prompt_as_its_parts() -> None:
+    plain, fim = completion_asks(
+        body(CompletionBody, prompt=["x", FIM]),
+        ["def f(", FIM],
+        OPTIONS,
+    )
+    assert plain.completion is not None and fim.completion is not None
+    assert (plain.completion.text, plain.completion.cursor) == ("def f(", 6)
+    assert plain.completion.extra_context is None
+    assert (fim.completion.text, fim.completion.cursor) == ("x = \ny = 2", 4)
+    assert fim.completion.path is None  # the body names no file; the FIM header does
+    assert fim.completion.language_id == "python"  # from app.py, the FIM part's file
+    assert fim.completion.extra_context == [Snippet(path="lib.py", text="def helper(): ...\n")]
+    assert fim.echo == FIM
+
+
+def test_several_prompts_are_not_streamed() -> None:
+    streamed = body(CompletionBody, prompt=["a", "b"], stream=True)
+    with pytest.raises(BadRequest, match="one prompt at a time"):
+        completion_asks(streamed, ["a", "b"], OPTIONS)
+    (one,) = completion_asks(body(CompletionBody, prompt="a", stream=True), ["a"], OPTIONS)
+    assert one.completion is not None
+
+
+def test_max_tokens_defaults_to_the_option_and_is_clamped() -> None:
+    assert max_tokens(None, OPTIONS) == OPTIONS.max_tokens
+    assert max_tokens(-1, OPTIONS) == OPTIONS.max_tokens
+    assert max_tokens(0, OPTIONS) == 0
+    assert max_tokens(10**6, OPTIONS) == 4096
+
+
+def test_openai_prompts_end_before_the_suffix_and_share_the_limits() -> None:
+    openai = body(
+        OpenAICompletionBody,
+        prompt=["def f(", FIM],
+        suffix=")\n",
+        stop="\n",
+        max_tokens=0,
+        filename="main.go",
+        seed=7,
+    )
+    ask = openai_ask(openai, ["def f(", FIM], OPTIONS)
+    plain, fim = ask.prompts
+    assert (plain.completion.text, plain.completion.cursor) == ("def f()\n", 6)
+    assert (fim.completion.text, fim.completion.cursor) == ("x = \ny = 2", 4)
+    assert fim.completion.extra_context == [Snippet(path="lib.py", text="def helper(): ...\n")]
+    assert plain.completion.language_id == "go" and plain.completion.path == "main.go"
+    assert plain.completion.max_tokens == 1  # never 0 asked of an engine; 0 is not run
+    assert (ask.max_tokens, ask.stops) == (0, ["\n"])
+
+
+def test_openai_refuses_a_prompt_over_the_document_limit() -> None:
+    options = msgspec.structs.replace(OPTIONS, max_document_chars=5)
+    openai = body(OpenAICompletionBody, prompt="abc", suffix="defg")
+    with pytest.raises(BadRequest, match="too large"):
+        openai_ask(openai, ["abc"], options)
+
+
+def test_each_sample_gets_its_own_seed_but_random_stays_random() -> None:
+    request = CompletionRequest(text="", cursor=0, seed=7)
+    assert [nth_sample(request, j).seed for j in range(3)] == [7, 8, 9]
+    assert nth_sample(msgspec.structs.replace(request, seed=-1), 2).seed == -1
+
+
+def test_a_chat_edit_is_a_refactor_of_the_fenced_selection() -> None:
+    chat = body(
+        ChatBody,
+        messages=[{"role": "user", "content": "rename x to y\n```python\nx = 1\n```"}],
+        filename="a.ts",
+        top_p=0.9,
+    )
+    refactor = chat_ask(chat, OPTIONS)
+    assert (refactor.text, refactor.start, refactor.end) == ("x = 1\n", 0, 6)
+    assert refactor.instruction == "rename x to y"
+    assert (refactor.language_id, refactor.path) == ("typescript", "a.ts")
+    assert refactor.max_tokens == OPTIONS.refactor_max_tokens  # none asked
+    assert (refactor.top_p, refactor.temperature) == (0.9, OPTIONS.temperature)
+    capped = msgspec.structs.replace(chat, max_tokens=10**6)
+    assert chat_ask(capped, OPTIONS).max_tokens == 4096
