@@ -144,6 +144,41 @@ function H.ghost(buf)
   return { row = mark[2], col = mark[3], text = table.concat(lines, "\n"), pos = details.virt_text_pos, count = #marks }
 end
 
+--- The proposed next edit drawn by the plugin, or nil: `deleted` (each range
+--- highlighted as replaced: row, col, end row, end col, its text, the group),
+--- `added` (the virtual lines' text), `added_hl` (the text of their chunks in
+--- each group), `hint` (the end-of-line hint: row, text, group).
+function H.next_edit(buf)
+  buf = buf or 0
+  local ns = vim.api.nvim_get_namespaces().groundspec_next_edit
+  local marks = ns and vim.api.nvim_buf_get_extmarks(buf, ns, 0, -1, { details = true }) or {}
+  if #marks == 0 then
+    return nil
+  end
+  local found = { count = #marks, deleted = {} }
+  for _, mark in ipairs(marks) do
+    local row, col, d = mark[2], mark[3], mark[4]
+    if d.hl_group then
+      local text = table.concat(vim.api.nvim_buf_get_text(buf, row, col, d.end_row, d.end_col, {}), "\n")
+      table.insert(found.deleted, { row, col, d.end_row, d.end_col, text, d.hl_group })
+    elseif d.virt_lines then
+      found.added, found.added_row, found.added_hl = {}, row, {}
+      for _, line in ipairs(d.virt_lines) do
+        local text = ""
+        for _, chunk in ipairs(line) do
+          text = text .. chunk[1]
+          found.added_hl[chunk[2]] = found.added_hl[chunk[2]] or {}
+          table.insert(found.added_hl[chunk[2]], chunk[1])
+        end
+        table.insert(found.added, text)
+      end
+    elseif d.virt_text then
+      found.hint = { row = row, text = d.virt_text[1][1], hl = d.virt_text[1][2] }
+    end
+  end
+  return found
+end
+
 function H.lines(buf)
   return vim.api.nvim_buf_get_lines(buf or 0, 0, -1, false)
 end

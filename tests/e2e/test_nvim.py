@@ -582,7 +582,11 @@ end
 H.out.kinds = sent
 """,
     )
-    assert out["init_options"] == {"debounceMs": 40, "completion": {"lspItems": False}}
+    assert out["init_options"] == {
+        "debounceMs": 40,
+        "completion": {"lspItems": False},
+        "nextEdit": True,
+    }
     assert out["per_key"] == [1, 1, 1, 1, 1]
     assert set(out["kinds"]) == {2}  # Automatic
 

@@ -340,7 +340,7 @@ H.out.ghost = H.wait(H.ghost, 20000, "ghost text").text
     assert out["clients"] == 1
     assert out["completion_provider"] is None
     assert out["inline_provider"] is True
-    assert out["init_options"] == {"completion": {"lspItems": False}}
+    assert out["init_options"] == {"completion": {"lspItems": False}, "nextEdit": True}
     assert out["ghost"] == "fake_completion()"
 
 

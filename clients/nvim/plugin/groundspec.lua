@@ -51,3 +51,7 @@ end, { desc = "groundspec: turn suggestions on or off in this buffer" })
 command("GroundspecSuggest", function()
   require("groundspec").suggest()
 end, { desc = "groundspec: ask for a suggestion now" })
+
+command("GroundspecNextEdit", function()
+  require("groundspec").next_edit()
+end, { desc = "groundspec: ask for the next edit at the cursor now" })

@@ -23,6 +23,17 @@ M.defaults = {
   -- LSP completion items too (nvim-cmp, blink.cmp, omnifunc list the suggestion again).
   completion_items = false,
   ghost_text = { hl = "GroundspecGhost", pos = "inline" },
+  -- Next-edit suggestions (groundspec/nextEdit), shown as a diff in the buffer
+  -- in normal mode. `enabled` is sent as the server's `nextEdit` option.
+  -- Normal-mode keys; a key falls through when no proposal is shown.
+  next_edit = {
+    enabled = true,
+    auto_trigger = true, -- ask after a pause in editing (false: only when asked)
+    debounce_ms = 300,
+    accept = "<M-l>",
+    dismiss = "<Esc>",
+    request = "<M-Space>",
+  },
   -- A refactor is shown as a diff to accept or reject; preview = false applies it at once.
   refactor = { preview = true, accept = "a", reject = "q" },
   -- Insert-mode keys; set one to false to leave it unmapped. Without a
@@ -53,6 +64,15 @@ function M.set(opts)
   return M.options
 end
 
+--- The next_edit options of `opts` (`next_edit = false` turns them off).
+function M.next_edit(opts)
+  local ne = (opts or M.options).next_edit
+  if ne == false then
+    return { enabled = false }
+  end
+  return ne or {}
+end
+
 function M.capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
   caps.textDocument.inlineCompletion = { dynamicRegistration = false }
@@ -68,6 +88,9 @@ function M.init_options(opts)
     init.debounceMs = opts.debounce_ms
   end
   init.completion = vim.tbl_extend("keep", init.completion or {}, { lspItems = opts.completion_items == true })
+  if init.nextEdit == nil then -- a nextEdit given in init_options wins
+    init.nextEdit = M.next_edit(opts).enabled ~= false
+  end
   return init
 end
 

@@ -1,8 +1,9 @@
--- groundspec for Neovim: inline completions (ghost text) and refactors from
--- `groundspec serve`, over standard LSP. This module starts the server and
--- wires buffers to it; suggest.lua draws suggestions, refactor.lua and
--- preview.lua rewrite selections, keys.lua maps keys, native.lua uses
--- Neovim 0.12's built-in inline completion when present.
+-- groundspec for Neovim: inline completions (ghost text), next edits and
+-- refactors from `groundspec serve`, over standard LSP. This module starts the
+-- server and wires buffers to it; suggest.lua draws suggestions, next_edit.lua
+-- proposes the next edit, refactor.lua and preview.lua rewrite selections,
+-- keys.lua maps keys, native.lua uses Neovim 0.12's built-in inline completion
+-- when present.
 local util = require("groundspec.util")
 local status = require("groundspec.status")
 local config = require("groundspec.config")
@@ -11,6 +12,8 @@ local keys = require("groundspec.keys")
 local native = require("groundspec.native")
 local refactor = require("groundspec.refactor")
 local preview = require("groundspec.preview")
+local next_edit = require("groundspec.next_edit")
+local next_edit_view = require("groundspec.next_edit_view")
 
 local api = vim.api
 
@@ -56,6 +59,28 @@ end
 
 M.cycle = suggest.cycle
 
+--- Ask for a next edit at the cursor now (groundspec/nextEdit).
+function M.next_edit(buf)
+  return next_edit.request(buf)
+end
+
+--- Apply the proposed next edit (first jumping to it when it is off screen).
+function M.next_edit_accept(buf)
+  return next_edit.accept(buf)
+end
+
+--- Hide the proposed next edit; true when one was shown.
+function M.next_edit_dismiss(buf)
+  return next_edit.dismiss(buf)
+end
+
+--- The proposed next edit in `buf`: { start = {row, col}, finish = {row, col},
+--- text } (0-based byte positions), or nil.
+function M.next_edit_proposal(buf)
+  local p = next_edit.current((buf == nil or buf == 0) and api.nvim_get_current_buf() or buf)
+  return p and { start = p.start, finish = p.finish, text = p.text }
+end
+
 --- The suggestion text on screen in the current buffer, or nil.
 function M.visible_text()
   local s = suggest.current(api.nvim_get_current_buf())
@@ -67,6 +92,7 @@ function M.toggle()
   suggest.enabled = not suggest.enabled
   if not suggest.enabled then
     suggest.dismiss()
+    next_edit.dismiss()
   end
   util.notify(suggest.enabled and "enabled" or "disabled")
 end
@@ -81,6 +107,7 @@ function M.toggle_buffer(buf)
   end
   if not on then
     suggest.dismiss(buf)
+    next_edit.dismiss(buf)
   end
   util.notify((on and "enabled" or "disabled") .. " in this buffer")
 end
@@ -130,6 +157,17 @@ local function map_keys(buf)
   keys.map(buf, k.next, "next", always(M.next))
   keys.map(buf, k.prev, "prev", always(M.prev))
   keys.map(buf, k.suggest, "suggest", always(M.suggest))
+  local ne = config.next_edit(config.options)
+  if ne.enabled ~= false then -- normal mode
+    keys.map(buf, ne.accept, "next edit accept", function()
+      return next_edit.accept(buf)
+    end, "n")
+    keys.map(buf, ne.dismiss, "next edit dismiss", function()
+      -- <Esc> keeps its own meaning (a :nohlsearch mapping) after dismissing
+      return next_edit.dismiss(buf) and ne.dismiss:lower() ~= "<esc>"
+    end, "n")
+    keys.map(buf, ne.request, "next edit request", always(M.next_edit), "n")
+  end
 end
 
 -- Typing, keys and cleanup for `buf`; safe to run again (:e! re-attaches).
@@ -144,14 +182,27 @@ local function setup_buffer(buf)
   on({ "InsertLeave", "BufLeave", "CompleteChanged" }, function()
     suggest.dismiss(buf)
   end)
+  -- Next edits are proposed in normal mode (as sidekick.nvim does): dropped
+  -- on entering insert mode, asked for after leaving it and after changes.
+  on("InsertEnter", function()
+    next_edit.dismiss(buf)
+  end)
+  on("InsertLeave", function()
+    next_edit.schedule(buf)
+  end)
+  on("TextChanged", function()
+    next_edit.on_text_changed(buf)
+  end)
   on("LspDetach", function(ev)
     local client = vim.lsp.get_client_by_id(ev.data.client_id)
     if client and client.name == "groundspec" then
       suggest.forget(buf)
+      next_edit.forget(buf)
     end
   end)
   on("BufWipeout", function()
     suggest.forget(buf)
+    next_edit.forget(buf)
     refactor.forget(buf)
     keys.forget(buf)
     native.disable(buf)
@@ -218,6 +269,7 @@ function M.setup(opts)
   M.config = config.set(opts)
   api.nvim_set_hl(0, "GroundspecGhost", { link = "Comment", default = true })
   api.nvim_set_hl(0, "GroundspecStatus", { link = "NonText", default = true })
+  next_edit_view.define_highlights()
   local group = api.nvim_create_augroup("groundspec", { clear = true })
   api.nvim_create_autocmd("LspProgress", { group = group, callback = on_progress })
   api.nvim_create_autocmd("LspAttach", { group = group, callback = on_attach })
