@@ -220,6 +220,13 @@ class Workbench:
         lines = self.server_log.read_text().splitlines()
         return sum("fake completion in KV slot" in line and name in line for line in lines)
 
+    def next_edits_for(self, name: str) -> int:
+        """How many next edits the server was asked for the file `name` (its log line)."""
+        if not self.server_log.exists():
+            return 0
+        lines = self.server_log.read_text().splitlines()
+        return sum("next edit asked for" in line and name in line for line in lines)
+
     def element_screenshot(self, css: str, path: Path) -> Path:
         """A screenshot of the first element matching `css` (e.g. the editor area)."""
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,8 @@
 // (Alt+]) cycles through the alternatives the server returns. Suggestions can
 // be turned off per language (`groundspec.enable`) or asked for only on request
 // (`groundspec.autoTrigger`, `groundspec.trigger`); a refactor is previewed in the
-// diff editor and applied only when accepted (refactorPreview.ts).
+// diff editor and applied only when accepted (refactorPreview.ts); after a pause in
+// typing the edit that follows the user's last one is proposed (nextEdit.ts).
 import * as os from "os";
 import * as vscode from "vscode";
 import {
@@ -28,12 +29,14 @@ import {
   State,
 } from "vscode-languageclient/node";
 
+import { NextEdits } from "./nextEdit";
 import { describeLines, Range, refactorArguments, refactorRange } from "./positions";
 import { RestartPolicy } from "./recovery";
 import { RefactorPreview } from "./refactorPreview";
 import {
   documentSelector,
   needsRestart,
+  nextEditBlock,
   readSettings,
   servesLanguage,
   serverCommand,
@@ -63,6 +66,12 @@ class Groundspec implements vscode.Disposable {
   private readonly restarts = new RestartPolicy();
   private starting: Promise<void> = Promise.resolve();
   readonly preview = new RefactorPreview();
+  readonly nextEdits = new NextEdits({
+    client: (report) => this.runningClient(report),
+    block: (document) => this.nextEditBlock(document),
+    debounceMs: () => this.settings.nextEditDebounceMs,
+    log: (message) => this.output.debug(message),
+  });
 
   constructor() {
     this.status.command = "groundspec.showStats";
@@ -235,6 +244,16 @@ class Groundspec implements vscode.Disposable {
     this.render();
   }
 
+  /** Why `document` gets no next edit, or null when it may. */
+  private nextEditBlock(document: vscode.TextDocument): string | null {
+    const scheme = ["file", "untitled"].includes(document.uri.scheme);
+    if (!scheme || !servesLanguage(this.settings.languages, document.languageId)) return "its language is not served";
+    const config = vscode.workspace.getConfiguration("groundspec", document);
+    const block = nextEditBlock({ enable: config.get("enable"), nextEdit: config.get("nextEdit") });
+    if (block === "disabled") return `groundspec.enable is off for ${document.languageId}`;
+    return block === "off" ? "groundspec.nextEdit is off" : null;
+  }
+
   /** New settings: restart for a new server or models, else tell the running server. */
   async settingsChanged(): Promise<void> {
     const settings = currentSettings();
@@ -321,6 +340,7 @@ class Groundspec implements vscode.Disposable {
   dispose(): void {
     void this.stop();
     this.preview.dispose();
+    this.nextEdits.dispose();
     this.status.dispose();
     this.output.dispose();
   }
@@ -428,10 +448,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     ),
     vscode.commands.registerCommand("groundspec.acceptRefactor", () => extension.preview.accept()),
     vscode.commands.registerCommand("groundspec.discardRefactor", () => extension.preview.discard()),
-    vscode.window.onDidChangeActiveTextEditor(() => extension.editorChanged()),
+    vscode.commands.registerCommand("groundspec.nextEdit", () => extension.nextEdits.ask()),
+    vscode.commands.registerCommand("groundspec.acceptNextEdit", () => extension.nextEdits.accept()),
+    vscode.commands.registerCommand("groundspec.dismissNextEdit", () => extension.nextEdits.dismiss()),
+    vscode.workspace.onDidChangeTextDocument((event) => extension.nextEdits.documentChanged(event)),
+    vscode.window.onDidChangeTextEditorSelection((event) => extension.nextEdits.selectionChanged(event.textEditor)),
+    vscode.window.onDidChangeActiveTextEditor(() => {
+      extension.editorChanged();
+      extension.nextEdits.editorChanged();
+    }),
     vscode.workspace.onDidChangeConfiguration((event) => {
       if (event.affectsConfiguration("groundspec")) {
         void extension.settingsChanged();
+        extension.nextEdits.settingsChanged();
       }
     }),
     vscode.workspace.onDidOpenTextDocument((document) => void extension.startWhenServed([document])),

@@ -29,6 +29,10 @@ export interface Settings {
   speculation: Speculation;
   maxTokens: number;
   statsIntervalMs: number;
+  /** Next-edit suggestions (the server's `nextEdit` option). */
+  nextEdit: boolean;
+  /** The pause in typing before a next edit is asked for (the server's `nextEditDebounceMs`). */
+  nextEditDebounceMs: number;
 }
 
 export const DEFAULT_SETTINGS: Settings = {
@@ -42,6 +46,8 @@ export const DEFAULT_SETTINGS: Settings = {
   speculation: "auto",
   maxTokens: 64,
   statsIntervalMs: 5000,
+  nextEdit: true,
+  nextEditDebounceMs: 300,
 };
 
 /** The `initializationOptions` the server reads (lsp_server/options.py). */
@@ -50,6 +56,8 @@ export interface InitializationOptions {
   debounceMs: number;
   speculation: Speculation;
   maxTokens: number;
+  nextEdit: boolean;
+  nextEditDebounceMs: number;
 }
 
 function text(value: unknown): string | null {
@@ -91,6 +99,8 @@ export function readSettings(get: (key: string) => unknown): Settings {
       : DEFAULT_SETTINGS.speculation,
     maxTokens: integer(get("maxTokens"), 1, 4096) ?? DEFAULT_SETTINGS.maxTokens,
     statsIntervalMs: integer(get("statsIntervalMs"), 0, 3_600_000) ?? DEFAULT_SETTINGS.statsIntervalMs,
+    nextEdit: typeof get("nextEdit") === "boolean" ? (get("nextEdit") as boolean) : DEFAULT_SETTINGS.nextEdit,
+    nextEditDebounceMs: integer(get("nextEditDebounceMs"), 0, 5000) ?? DEFAULT_SETTINGS.nextEditDebounceMs,
   };
 }
 
@@ -121,6 +131,8 @@ export function toInitializationOptions(settings: Settings): InitializationOptio
     debounceMs: settings.debounceMs,
     speculation: settings.speculation,
     maxTokens: settings.maxTokens,
+    nextEdit: settings.nextEdit,
+    nextEditDebounceMs: settings.nextEditDebounceMs,
   };
 }
 
@@ -155,5 +167,15 @@ export function suggestionBlock(
 ): "disabled" | "manual" | null {
   if (document.enable === false) return "disabled";
   if (!invoked && document.autoTrigger === false) return "manual";
+  return null;
+}
+
+/**
+ * Why no next edit is asked for in a document, or null when one may be: the language is
+ * turned off (`groundspec.enable`), or next edits are (`groundspec.nextEdit`).
+ */
+export function nextEditBlock(document: { enable: unknown; nextEdit: unknown }): "disabled" | "off" | null {
+  if (document.enable === false) return "disabled";
+  if (document.nextEdit === false) return "off";
   return null;
 }

@@ -6,6 +6,7 @@ import {
   DEFAULT_SETTINGS,
   documentSelector,
   needsRestart,
+  nextEditBlock,
   readSettings,
   servesLanguage,
   serverCommand,
@@ -41,7 +42,16 @@ test("valid settings are read, model paths trimmed", () => {
 
 test("invalid settings fall back one by one", () => {
   const settings = readSettings(
-    from({ serverPath: "  ", targetModel: "", nGpuLayers: -1, debounceMs: 1.5, speculation: "fast", maxTokens: 0 }),
+    from({
+      serverPath: "  ",
+      targetModel: "",
+      nGpuLayers: -1,
+      debounceMs: 1.5,
+      speculation: "fast",
+      maxTokens: 0,
+      nextEdit: "no",
+      nextEditDebounceMs: 9000,
+    }),
   );
   assert.deepEqual(settings, DEFAULT_SETTINGS);
 });
@@ -52,6 +62,8 @@ test("initializationOptions leave unset model settings to the server", () => {
     debounceMs: 120,
     speculation: "auto",
     maxTokens: 64,
+    nextEdit: true,
+    nextEditDebounceMs: 300,
   });
 });
 
@@ -124,4 +136,21 @@ test("enable off blocks every request; autoTrigger off blocks only automatic one
   assert.equal(suggestionBlock({ enable: false, autoTrigger: true }, true), "disabled");
   assert.equal(suggestionBlock({ enable: true, autoTrigger: false }, false), "manual");
   assert.equal(suggestionBlock({ enable: true, autoTrigger: false }, true), null);
+});
+
+test("next edits: on by default, mirrored to the server's nextEdit and nextEditDebounceMs", () => {
+  const off = readSettings(from({ nextEdit: false, nextEditDebounceMs: 800 }));
+  assert.equal(off.nextEdit, false);
+  assert.equal(off.nextEditDebounceMs, 800);
+  const sent = toInitializationOptions(off);
+  assert.equal(sent.nextEdit, false);
+  assert.equal(sent.nextEditDebounceMs, 800);
+  assert.equal(needsRestart(DEFAULT_SETTINGS, off), false); // told to the running server
+});
+
+test("next edits are blocked by the language's enable or by nextEdit, not by autoTrigger", () => {
+  assert.equal(nextEditBlock({ enable: undefined, nextEdit: undefined }), null);
+  assert.equal(nextEditBlock({ enable: true, nextEdit: true }), null);
+  assert.equal(nextEditBlock({ enable: false, nextEdit: true }), "disabled");
+  assert.equal(nextEditBlock({ enable: true, nextEdit: false }), "off");
 });

@@ -1,0 +1,187 @@
+"""Next-edit suggestions in the VS Code extension, in code-server with the fake engine.
+
+The fake engine proposes the user's last rename carried to the other lines of the window
+(speculator/fake.py), so renaming `name` to `attr_name` on the getattr line brings a
+proposal for the two lines above: drawn as `name` struck through with `attr_name` after
+it, and a hint at the cursor that it is above. Tab applies it as one edit (one undo
+step), Escape dismisses it, typing drops it, and with `groundspec.nextEdit` off nothing
+is asked for. Harness: vscode_workbench.py.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import vscode_workbench
+from .vscode_workbench import VSCODE_MARKS, Workbench, code_server, wait_for
+
+pytestmark = VSCODE_MARKS
+announce = vscode_workbench.announce  # the fixture, shared by the code-server tests
+
+NAME = "plugins.py"
+CODE = """def register(plugin):
+    for name in dir(plugin):
+        opts = parse(plugin, name)
+        if opts is None:
+            continue
+        method = getattr(plugin, name)
+"""
+RENAMED = CODE.replace("getattr(plugin, name)", "getattr(plugin, attr_name)")
+CARRIED = CODE.replace("name", "attr_name")
+# Ghost text and the suggest widget would take Tab; these tests are about next edits.
+SETTINGS: dict[str, Any] = {
+    "groundspec.autoTrigger": False,
+    "groundspec.nextEditDebounceMs": 200,
+    "editor.quickSuggestions": {"other": "off", "comments": "off", "strings": "off"},
+}
+QUIET_SECONDS = 3.0
+
+# What the editor draws: per view line, the struck-through text (the deletion style), and
+# the after-text of decorations (CSS ::after content: the new text and the hint).
+DRAWN_JS = """
+const struck = [], after = [];
+for (const line of document.querySelectorAll('.monaco-editor .view-lines .view-line')) {
+  let text = '';
+  for (const el of line.querySelectorAll('span')) {
+    if (el.children.length === 0 && getComputedStyle(el).textDecorationLine.includes('line-through')) {
+      text += el.textContent;
+    }
+    for (const pseudo of ['::before', '::after']) {
+      const content = getComputedStyle(el, pseudo).content;
+      if (content && content !== 'none' && content !== 'normal') after.push(content);
+    }
+  }
+  if (text) struck.push(text);
+}
+return [struck, after];
+"""
+
+
+@dataclass
+class Drawn:
+    struck: list[str]
+    after: list[str]
+
+    @property
+    def shown(self) -> bool:
+        return bool(self.struck) or any("attr_name" in text for text in self.after)
+
+
+def drawn(bench: Workbench) -> Drawn:
+    struck, after = bench.driver.execute_script(DRAWN_JS)
+    clean = [text.strip('"').replace("\u00a0", " ") for text in after]
+    return Drawn([text.replace("\u00a0", " ") for text in struck], clean)
+
+
+def rename_on_line_6(bench: Workbench) -> None:
+    """`name` -> `attr_name` in `getattr(plugin, name)`, typed as a person would."""
+    from selenium.webdriver.common.keys import Keys
+
+    bench.find(".monaco-editor .view-lines")[0].click()
+    bench.go_to_line(6)
+    bench.keys(Keys.END, Keys.LEFT, Keys.BACKSPACE * 4, "attr_name")
+
+
+def wait_proposal(bench: Workbench) -> Drawn:
+    def ready() -> Drawn | None:
+        now = drawn(bench)
+        return now if sum(text == "attr_name" for text in now.after) == 2 else None
+
+    result: Drawn = wait_for("the next edit drawn", ready, 30)
+    print(f"drawn: {result}")
+    return result
+
+
+def test_a_rename_brings_a_proposal_that_tab_applies_as_one_edit(
+    tmp_path: Path, announce: Callable[[str], None]
+) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    files = {NAME: CODE}
+    with code_server(tmp_path, announce, ["--fake"], {}, settings=SETTINGS, files=files) as bench:
+        path = bench.folder / NAME
+        bench.open_from_explorer(NAME)
+        bench.wait_ready()
+        rename_on_line_6(bench)
+        shown = wait_proposal(bench)
+        bench.screenshot("vscode-next-edit.png")
+        assert shown.struck == ["name", "name"]  # lines 2 and 3, in the deletion style
+        hints = [text for text in shown.after if "next edit" in text]
+        assert hints and hints[0].startswith("↑ groundspec: next edit at line 2"), shown.after
+        assert bench.next_edits_for(NAME) >= 1
+
+        bench.keys(Keys.TAB)
+        wait_for("the proposal gone once accepted", lambda: not drawn(bench).struck, 10)
+        bench.save()
+        wait_for("the carried rename saved", lambda: path.read_text() == CARRIED, 15)
+        assert bench.cursor_line() == 3  # the cursor jumped to the end of the edit
+
+        # One undo step takes the whole proposal back, and only it.
+        bench.chord(Keys.CONTROL, "z")
+        bench.save()
+        wait_for("one undo back to the user's rename", lambda: path.read_text() == RENAMED, 15)
+
+
+def test_escape_dismisses_and_typing_drops_a_stale_proposal(
+    tmp_path: Path, announce: Callable[[str], None]
+) -> None:
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.keys import Keys
+
+    settings = {**SETTINGS, "groundspec.nextEditDebounceMs": 1000}
+    files = {NAME: CODE}
+    with code_server(tmp_path, announce, ["--fake"], {}, settings=settings, files=files) as bench:
+        path = bench.folder / NAME
+        bench.open_from_explorer(NAME)
+        bench.wait_ready()
+        rename_on_line_6(bench)
+        wait_proposal(bench)
+        bench.keys(Keys.ESCAPE)
+        wait_for("the proposal dismissed", lambda: not drawn(bench).shown, 10)
+        asked = bench.next_edits_for(NAME)
+        time.sleep(QUIET_SECONDS)
+        assert not drawn(bench).shown and bench.next_edits_for(NAME) == asked  # not asked again
+        bench.save()
+        wait_for("the file as the user left it", lambda: path.read_text() == RENAMED, 15)
+
+        # Alt+Shift+\ asks at once; a letter typed then drops that proposal and is kept.
+        chain = ActionChains(bench.driver).key_down(Keys.ALT).key_down(Keys.SHIFT)
+        chain.send_keys("\\").key_up(Keys.SHIFT).key_up(Keys.ALT).perform()
+        wait_proposal(bench)
+        assert bench.next_edits_for(NAME) == asked + 1
+        bench.keys("s")
+        wait_for("the stale proposal dropped", lambda: not drawn(bench).shown, 5)
+        # After the pause it is asked for again, for the text as it is now: the fake has
+        # nothing to carry for one letter typed 8 s after the rename (a new edit).
+        wait_for("a new ask after the pause", lambda: bench.next_edits_for(NAME) == asked + 2, 15)
+        time.sleep(1.0)
+        assert not drawn(bench).shown
+        bench.save()
+        typed = RENAMED.replace("attr_name)", "attr_names)")
+        wait_for(
+            "the letter typed kept, nothing else changed", lambda: path.read_text() == typed, 15
+        )
+
+
+def test_next_edits_off_sends_no_request(tmp_path: Path, announce: Callable[[str], None]) -> None:
+    settings = {**SETTINGS, "groundspec.nextEdit": False}
+    files = {NAME: CODE}
+    with code_server(tmp_path, announce, ["--fake"], {}, settings=settings, files=files) as bench:
+        bench.open_from_explorer(NAME)
+        bench.wait_ready()
+        rename_on_line_6(bench)
+        time.sleep(QUIET_SECONDS)
+        assert not drawn(bench).shown
+        bench.run_command("groundspec: Suggest Next Edit")  # the command says why, asks nothing
+        wait_for("the off message", lambda: "groundspec.nextEdit is off" in toasts(bench), 15)
+        time.sleep(QUIET_SECONDS)
+        assert not drawn(bench).shown
+        assert bench.next_edits_for(NAME) == 0
+
+
+def toasts(bench: Workbench) -> str:
+    return " ".join(e.text for e in bench.find(".notification-toast"))
