@@ -52,6 +52,7 @@ from .http_io import (
 )
 from .http_limits import ClientLimits, peer
 from .http_llama import LlamaExtras, tokenizer_of
+from .http_probs import openai_logprobs, result_probabilities, token_events
 from .http_prompts import Prompt, needs_tokenizer, prompt_text, prompts_of
 from .http_slots import SlotRouter
 from .http_stream import Send, streamed
@@ -192,14 +193,20 @@ class FrontDoor:
         stream: web.StreamResponse | None,
     ) -> dict[str, Any]:
         """One /infill or /completion answer (its text streamed when `stream`)."""
+        post_sampling = body.post_sampling_probs
         if ask.completion is None:
             result = CompletionResult(text="", stats=Stats())
             done = wire.Finish(content="", stop_type="limit")
         else:
             client = slot_key(request, body.id_slot)
             completion = self._routed(ask.completion, client)
-            send = None if stream is None else llama_sender(stream, body.id_slot)
+            # With n_probs each token is an event of its own, sent once decoding ends.
+            per_token = stream is not None and completion.n_probs > 0
+            send = None if stream is None or per_token else llama_sender(stream, body.id_slot)
             result = await self._sample(completion, client, ask.stops, ask.n_indent, send)
+            for event in token_events(result, body.id_slot, post_sampling):
+                if stream is not None:
+                    await send_event(stream, event)
             done = wire.finish(
                 result.text,
                 ask.stops,
@@ -216,6 +223,7 @@ class FrontDoor:
             id_slot=body.id_slot,
             settings=ask.settings,
             response_fields=body.response_fields,
+            probabilities=None if stream else result_probabilities(result, post_sampling),
         )
 
     # -- OpenAI -----------------------------------------------------------------------
@@ -231,7 +239,6 @@ class FrontDoor:
 
     async def openai_completions(self, request: web.Request) -> web.StreamResponse:
         body = wire.decode(await request.read(), wire.OpenAICompletionBody)
-        wire.refuse_unsupported(body.logprobs, body.logit_bias)  # before any tokenizing
         client = slot_key(request, body.id_slot)
         texts = await self._prompt_texts(prompts_of(body.prompt), client)
         ask = asks.openai_ask(body, texts, self.options())
@@ -253,6 +260,8 @@ class FrontDoor:
                 previous = result
                 stats.append(result.stats)
                 choice = openai_choice(ask, one.prompt, body.echo, index, result)
+                if stream is None:  # a stream's chunks carry no probabilities
+                    choice["logprobs"] = openai_logprobs(result, body.post_sampling_probs)
                 if stream is not None:
                     closing = {"choices": [choice | {"text": ""}]} | envelope
                     usage = {"usage": wire.usage([result.stats])}

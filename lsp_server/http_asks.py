@@ -18,6 +18,7 @@ from speculator.types import CompletionRequest, RefactorRequest, Snippet
 from speculator.validate import text_problem
 
 from . import http_wire as wire
+from .http_probs import shaping_fields
 from .http_prompts import raw_fim
 from .options import ServerOptions
 
@@ -71,7 +72,6 @@ def infill_ask(body: wire.InfillBody, options: ServerOptions) -> LlamaAsk:
     language = wire.guess_language(body, body.input_extra)
     source = Source(prefix + body.input_suffix, len(prefix), language, extra, body.prompt)
     check_text(source.text, options)
-    wire.refuse_unsupported(body.n_probs, body.logit_bias)
     return llama_ask(body, source, options)
 
 
@@ -85,7 +85,6 @@ def completion_asks(
         raise wire.BadRequest("stream: true takes one prompt at a time")
     for source in sources:
         check_text(source.text, options)
-    wire.refuse_unsupported(body.n_probs, body.logit_bias)
     return [llama_ask(body, source, options) for source in sources]
 
 
@@ -141,8 +140,7 @@ def openai_ask(
     body: wire.OpenAICompletionBody, prompts: list[str], options: ServerOptions
 ) -> OpenAIAsk:
     """/v1/completions: each prompt completed at its end (before `suffix`), or as
-    the FIM layout it is written in. The caller has refused logprobs and
-    logit_bias already, before any prompt was tokenized."""
+    the FIM layout it is written in."""
     limit = max_tokens(body.max_tokens, options)
     language = body.language or (
         wire.language_id_for_path(body.filename) if body.filename else "plaintext"
@@ -231,6 +229,7 @@ def completion_request(
         top_k=max(0, top_k or 0),
         seed=body.seed or 0,
         workspace_context=options.http_workspace_context,
+        **shaping_fields(body, options),  # n_probs, logit_bias (http_probs.py)
     )
 
 

@@ -90,8 +90,9 @@ class _Sampling(msgspec.Struct, kw_only=True):
     t_max_predict_ms: float | None = None
     cache_prompt: bool = True
     id_slot: int = -1
-    n_probs: int = 0  # refused when > 0 (unsupported)
-    logit_bias: Any = None  # refused when given (unsupported)
+    n_probs: int = 0  # the top tokens reported at each generated one (http_probs.py)
+    post_sampling_probs: bool = False
+    logit_bias: Any = None  # [[token or text, bias], ...] or {token or text: bias}
     stream: bool = False
     response_fields: list[str] | None = None
     # groundspec extensions (llama-server ignores them): what file this is
@@ -157,23 +158,9 @@ class OpenAICompletionBody(_OpenAISampling, kw_only=True):
     prompt: Any  # text, token ids or a list of them: http_prompts.prompts_of reads it
     suffix: str | None = None
     echo: bool = False
-    logprobs: int | None = None  # refused when > 0 (unsupported)
-    logit_bias: Any = None  # refused when given (unsupported)
-
-
-def refuse_unsupported(n_probs: int | None, logit_bias: Any) -> None:
-    """Fields groundspec deliberately does not serve, refused rather than ignored
-    (docs/http.md): a client relying on them would get wrong answers silently."""
-    if n_probs:
-        raise BadRequest(
-            "n_probs / logprobs: groundspec does not report token probabilities (its "
-            "speculative decoder accepts drafted tokens in batches); leave it out or 0"
-        )
-    if logit_bias:
-        raise BadRequest(
-            "logit_bias: groundspec does not bias tokens (its drafts are verified against "
-            "the model's own distribution, which a bias would change); leave it out"
-        )
+    logprobs: int | None = None  # llama-server's n_probs (http_probs.py)
+    post_sampling_probs: bool = False
+    logit_bias: Any = None  # [[token or text, bias], ...] or {token or text: bias}
 
 
 class ContentPart(msgspec.Struct):
@@ -392,6 +379,7 @@ def llama_completion(
     id_slot: int,
     settings: dict[str, Any],
     response_fields: list[str] | None,
+    probabilities: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The body of a finished /infill or /completion, in llama-server's key order."""
     stats = result.stats
@@ -413,6 +401,8 @@ def llama_completion(
         "tokens_cached": stats.prompt_tokens + stats.generated_tokens,
         "timings": timings(stats),
     }
+    if probabilities:  # n_probs asked for (in a stream: in the partial events)
+        body["completion_probabilities"] = probabilities
     return nested_fields(response_fields, body) if response_fields else body
 
 

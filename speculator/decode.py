@@ -28,6 +28,7 @@ from .controller import DRAFT_TOKEN_RATIO, MAX_VERIFY_ROWS, Controller
 from .drafters import Draft, Drafter
 from .loss_guard import LossGuard
 from .outcome import DecodeOutcome, StopReason
+from .token_probs import Shaping, one_hot
 from .types import Cancelled, CancelToken
 from .validate import refactor_cut_short, token_limit_reached
 
@@ -139,8 +140,10 @@ class Decoder:
         allowance: float = LossGuard.ALLOWANCE,
         deadline_ms: float = 0.0,
         record_probs: bool = False,
+        shaping: Shaping | None = None,
     ):
         self.record_probs = record_probs  # fill DecodeOutcome.token_probs
+        self.shaping = shaping  # a logit bias, n_probs: DecodeOutcome.token_choices
         self.min_draft = min_draft  # > 0: the user chose the drafters, always try them
         # > 0: stop at the first new line generated after this long (llama-server's
         # t_max_predict_ms, for editors that want a suggestion in time).
@@ -193,7 +196,7 @@ class Decoder:
             if cancel is not None and cancel.cancelled:
                 raise Cancelled()
             round_start = self.clock()
-            x = forced if forced is not None else next_token(logits, self.params)
+            x = forced if forced is not None else next_token(self._decide(logits), self.params)
             forced = None
             if self.is_end(x):
                 out.stop = StopReason.END
@@ -259,6 +262,8 @@ class Decoder:
         out.tokens.append(token)
         if self.record_probs and row is not None:
             out.token_probs.append(token_prob(row, token))
+        if self.shaping is not None and row is not None:
+            self.shaping.record(row, token, self._distribution, out.token_choices)
         piece = self.token_bytes(token)
         pieces.append(piece)
         if len(out.tokens) % LOOP_CHECK_EVERY == 0 and repeating_tail(out.tokens, self._prompt):
@@ -271,6 +276,13 @@ class Decoder:
             out.stop = StopReason.TIME_LIMIT  # the new line is kept, as llama-server keeps it
             return True
         return False
+
+    def _decide(self, row: np.ndarray) -> np.ndarray:
+        """The logits a token is chosen (or a draft verified) from: with the bias."""
+        return row if self.shaping is None else self.shaping.decide(row)
+
+    def _distribution(self, row: np.ndarray) -> np.ndarray:
+        return one_hot(row) if self.params.greedy else target_probs(row, self.params)
 
     def _past_deadline(self) -> bool:
         """The next round, if it costs what the last one did, would end past the deadline."""
@@ -404,7 +416,7 @@ class Decoder:
             return 0, None, False
         for i, d in enumerate(draft.tokens):
             q = draft.q[i] if draft.q is not None else None
-            ok, replacement = verify_token(rows[i], d, q, self.params)
+            ok, replacement = verify_token(self._decide(rows[i]), d, q, self.params)
             if not ok:
                 return i, replacement, False
             if self.is_end(d):

@@ -29,6 +29,8 @@ from .types import (
     RefactorRequest,
     RefactorResult,
     Stats,
+    TokenChoice,
+    TokenProb,
 )
 
 log = logging.getLogger(__name__)
@@ -67,12 +69,14 @@ class FakeEngine:
             if request.on_progress is not None:
                 request.on_progress(Progress(text, len(text), len(prompt)))
 
+        text = _biased(self.text, request.logit_bias)
         out, timed_out = self._generate(
-            self.text[: max(0, request.max_tokens)], cancel, request.max_predict_ms, report
+            text[: max(0, request.max_tokens)], cancel, request.max_predict_ms, report
         )
         stats = self._stats(prompt, out, started, request.speculation)
         self._totals.record(stats)
-        return CompletionResult(text=out, stats=stats, timed_out=timed_out)
+        probs = _choices(out, request.n_probs) if request.n_probs > 0 else None
+        return CompletionResult(text=out, stats=stats, timed_out=timed_out, token_probs=probs)
 
     def alternatives(
         self, request: CompletionRequest, n: int, cancel: CancelToken | None = None
@@ -170,6 +174,33 @@ class FakeEngine:
             total_ms=total_ms,
             speculation=speculation,
         )
+
+
+def _biased(text: str, entries: list[tuple[int | str, float]] | None) -> str:
+    """The fake's "tokens" are characters, their ids code points (a text: each of its
+    characters): a negative bias on one drops it from the text, enough for the HTTP
+    tests to see the bias arrive."""
+    banned = {
+        code
+        for key, value in entries or []
+        if value < 0
+        for code in ([key] if isinstance(key, int) else map(ord, key))
+    }
+    return "".join(c for c in text if ord(c) not in banned)
+
+
+def _choices(text: str, n_probs: int) -> list[TokenChoice]:
+    """Each character certain, followed by the next ones at no probability."""
+    return [
+        TokenChoice(
+            token=ord(c),
+            piece=c.encode(),
+            prob=1.0,
+            top=[TokenProb(ord(c), c.encode(), 1.0)]
+            + [TokenProb(ord(o), o.encode(), 0.0) for o in text[i + 1 : i + n_probs]],
+        )
+        for i, c in enumerate(text)
+    ]
 
 
 def _check_cursor(text: str, cursor: int) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
+from .types import TokenChoice
+
 
 class StopReason(enum.Enum):
     TOKEN_LIMIT = "token limit"  # max_tokens generated (or the server's n_predict)
@@ -41,6 +43,9 @@ class DecodeOutcome:
     # The target's probability of each emitted token, where the caller asked for
     # them (Decoder's record_probs: a next edit's confidence).
     token_probs: list[float] = field(default_factory=list)
+    # Each emitted token's probabilities, where the request asked for n_probs
+    # (speculator/token_probs.py).
+    token_choices: list[TokenChoice] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:

@@ -63,6 +63,7 @@ from .postprocess import (
     is_multiline,
 )
 from .prompt import build_refactor, fence_stop
+from .token_probs import kept_choices
 from .totals import Totals
 from .types import (
     CancelToken,
@@ -74,6 +75,7 @@ from .types import (
     RefactorResult,
     Snippet,
     Stats,
+    TokenChoice,
 )
 from .validate import check_completion, check_refactor
 
@@ -157,6 +159,8 @@ class Generated:
     # end in `text` (characters) and the model's probability of it.
     token_ends: list[int] = field(default_factory=list)
     token_probs: list[float] = field(default_factory=list)
+    # Where the request asked for n_probs: each generated token's probabilities.
+    token_choices: list[TokenChoice] = field(default_factory=list)
 
     @property
     def timed_out(self) -> bool:
@@ -461,7 +465,10 @@ class Pipeline(Generic[P]):
     def _completion_result(self, job: CompletionJob, generated: Generated) -> CompletionResult:
         text = finish_completion_text(job, generated)
         stats = self.record_stats(generated)
-        return CompletionResult(text=text, stats=stats, timed_out=generated.timed_out)
+        probs = kept_choices(generated.token_choices, text) if job.request.n_probs > 0 else None
+        return CompletionResult(
+            text=text, stats=stats, timed_out=generated.timed_out, token_probs=probs
+        )
 
     def record_stats(self, generated: Generated) -> Stats:
         """The stats stage: the Stats of one generation, counted in the totals."""

@@ -126,6 +126,17 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     # Add the workspace index's snippets after extra_context. Off for HTTP clients
     # unless httpWorkspaceContext: they get only the context they send.
     workspace_context: bool = True
+    # llama-server's n_probs: the result reports, at each generated token, this many
+    # most likely tokens (CompletionResult.token_probs); post_sampling_probs: from the
+    # distribution the token was chosen from (bias, temperature, top-k, top-p
+    # applied), else from the model's own logits, as llama-server's default.
+    n_probs: int = 0
+    post_sampling_probs: bool = False
+    # llama-server's logit_bias: (token id, or a text: each of its tokens, bias), the
+    # bias added to the target's logits before every choice, a drafted token's
+    # verification included, so the output is plain decoding's with the bias (-inf
+    # bans the token).
+    logit_bias: list[tuple[int | str, float]] | None = None
 
 
 class Progress(msgspec.Struct):
@@ -140,12 +151,32 @@ class Progress(msgspec.Struct):
 ProgressCallback = Callable[[str, int], None]
 
 
+class TokenProb(msgspec.Struct):
+    """A token and its probability (`piece`: its bytes, maybe part of a character)."""
+
+    token: int
+    piece: bytes
+    prob: float
+
+
+class TokenChoice(msgspec.Struct):
+    """One generated token, its probability and the `n_probs` most likely at its place."""
+
+    token: int
+    piece: bytes
+    prob: float
+    top: list[TokenProb]
+
+
 class CompletionResult(msgspec.Struct, omit_defaults=True):
     text: str
     stats: Stats
     # Stopped by `max_predict_ms`. Only HTTP requests set one; left out of the JSON
     # when false, so the CLI's and LSP's result keys stay the contract's.
     timed_out: bool = False
+    # Where the request asked for n_probs: the tokens of `text`, each with its
+    # probabilities (HTTP's completion_probabilities); left out of the JSON otherwise.
+    token_probs: list[TokenChoice] | None = None
 
 
 class RefactorRequest(msgspec.Struct, kw_only=True):

@@ -33,6 +33,7 @@ from ..pipeline import CompletionJob, Counts, Generated, RewriteJob, StopRule
 from ..postprocess import finish_completion
 from ..prompt import FimPrompt, QuickWindow, build_quick_fim
 from ..threads import ThreadPolicy
+from ..token_probs import Shaping
 from ..totals import Totals
 from ..types import (
     Cancelled,
@@ -383,6 +384,7 @@ class LocalGenerator:
             allowance=allowance_for(kind),
             deadline_ms=deadline_ms,
             record_probs=record_probs,
+            shaping=Shaping.of(request, self.target),
         )
         try:
             outcome = decoder.run(
@@ -452,14 +454,9 @@ class LocalGenerator:
             accepted_tokens=outcome.accepted,
         )
         return Generated(
-            outcome.text,
-            outcome.stop,
-            counts,
-            speculation,
-            started,
-            dict(outcome.per_drafter),
-            record,
-        )
+            outcome.text, outcome.stop, counts, speculation, started, dict(outcome.per_drafter),
+            record, token_choices=outcome.token_choices,
+        )  # fmt: skip
 
 
 # The most tokens of an answer scored in one batch (score_answer).

@@ -1,10 +1,11 @@
 """What llama-server's own clients and tests expect of the HTTP door (fake engine):
-raw FIM prompts, prompt forms, /props, /slots, /tokenize, refusals of what
-groundspec does not serve, and input_extra checked as llama-server checks it."""
+raw FIM prompts, prompt forms, /props, /slots, /tokenize, n_probs and logit_bias,
+and input_extra checked as llama-server checks it."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -98,25 +99,76 @@ async def test_invalid_input_extra_is_a_400(
     assert status == 400 and "input_extra" in body["error"]["message"]
 
 
+async def test_n_probs_reports_each_tokens_probabilities_in_llama_servers_shape(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    # The fake engine's tokens are characters, each certain, the next ones after it.
+    status, body = await post(http, server.url + "/completion", {"prompt": "x = ", "n_probs": 3})
+    assert status == 200 and body["content"] == FAKE_TEXT
+    probs = body["completion_probabilities"]
+    assert "".join(p["token"] for p in probs) == FAKE_TEXT
+    first = probs[0]
+    assert first == {
+        "id": ord("f"),
+        "token": "f",
+        "bytes": [ord("f")],
+        "logprob": 0.0,
+        "top_logprobs": [
+            {"id": ord("f"), "token": "f", "bytes": [ord("f")], "logprob": 0.0},
+            {"id": ord("a"), "token": "a", "bytes": [ord("a")], "logprob": -3.4028234663852886e38},
+            {"id": ord("k"), "token": "k", "bytes": [ord("k")], "logprob": -3.4028234663852886e38},
+        ],
+    }
+    asked = {"prompt": "x = ", "n_probs": 2, "post_sampling_probs": True}
+    status, body = await post(http, server.url + "/completion", asked)
+    first = body["completion_probabilities"][0]
+    assert first["prob"] == 1.0 and [p["prob"] for p in first["top_probs"]] == [1.0, 0.0]
+    status, body = await post(http, server.url + "/completion", {"prompt": "x = "})
+    assert "completion_probabilities" not in body  # only when asked for
+
+
+async def test_a_streamed_n_probs_answer_sends_one_event_per_token(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    asked = {"prompt": "x = ", "n_probs": 2, "stream": True}
+    async with http.post(server.url + "/completion", json=asked) as response:
+        assert response.status == 200
+        raw = (await response.read()).decode()
+    events = [json.loads(line[6:]) for line in raw.split("\n\n") if line.startswith("data: ")]
+    partial, final = events[:-1], events[-1]
+    assert [len(e["completion_probabilities"]) for e in partial] == [1] * len(FAKE_TEXT)
+    assert "".join(e["content"] for e in partial) == FAKE_TEXT
+    assert [e["tokens"] for e in partial] == [[ord(c)] for c in FAKE_TEXT]
+    assert final["stop"] is True and "completion_probabilities" not in final
+
+
+async def test_openai_logprobs_have_llama_servers_shape(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    asked = {"prompt": "x = ", "logprobs": 2}
+    status, body = await post(http, server.url + "/v1/completions", asked)
+    content = body["choices"][0]["logprobs"]["content"]
+    assert status == 200 and len(content) == len(FAKE_TEXT)
+    assert len(content[0]["top_logprobs"]) == 2
+    status, body = await post(http, server.url + "/v1/completions", {"prompt": "x = "})
+    assert body["choices"][0]["logprobs"] is None
+
+
 @pytest.mark.parametrize(
-    "path, fields, says",
+    "path, bias",
     [
-        ("/completion", {"n_probs": 10}, "n_probs"),
-        ("/completion", {"logit_bias": [[15, -1.0]]}, "logit_bias"),
-        ("/v1/completions", {"logprobs": 2}, "logprobs"),
-        ("/v1/completions", {"logit_bias": {"15": -100}}, "logit_bias"),
+        ("/completion", [[ord("o"), False], ["e", -100]]),  # ids, texts; false bans
+        ("/completion", {str(ord("o")): -100, "e": False}),  # OpenAI's object form
+        ("/v1/completions", {str(ord("o")): -100, "e": -1}),
     ],
 )
-async def test_what_groundspec_does_not_serve_is_refused_clearly(
-    server: Served, http: aiohttp.ClientSession, path: str, fields: dict[str, Any], says: str
+async def test_logit_bias_reaches_the_engine_as_tokens(
+    server: Served, http: aiohttp.ClientSession, path: str, bias: Any
 ) -> None:
-    status, body = await post(http, server.url + path, {"prompt": "x = "} | fields)
-    assert status == 400 and says in body["error"]["message"]
-    status, _ = await post(http, server.url + path, {"prompt": "x = ", "n_probs": 0})
-    assert status == 200  # 0 asks for nothing
-    streamed = {"prompt": "x = ", "stream": True} | fields
-    async with http.post(server.url + path, json=streamed) as response:
-        assert response.status == 400  # refused before the event stream starts
+    # The fake engine drops a character (its "token") with a negative bias.
+    status, body = await post(http, server.url + path, {"prompt": "x = ", "logit_bias": bias})
+    text = body["content"] if path == "/completion" else body["choices"][0]["text"]
+    assert status == 200 and text == FAKE_TEXT.replace("o", "").replace("e", "")
 
 
 async def test_props_and_slots(server: Served, http: aiohttp.ClientSession) -> None:

@@ -3,6 +3,7 @@ no server, no engine."""
 
 from __future__ import annotations
 
+import math
 from typing import TypeVar
 
 import msgspec
@@ -77,11 +78,18 @@ def test_n_predict_zero_asks_nothing_of_the_engine() -> None:
     assert ask.completion is None and ask.max_tokens == 0
 
 
-def test_infill_refuses_binary_text_before_unsupported_fields() -> None:
+def test_n_probs_and_logit_bias_go_to_the_local_engine_and_are_refused_for_a_remote_one() -> None:
     with pytest.raises(BadRequest, match="binary"):
         infill_ask(body(InfillBody, input_prefix="a\x00", n_probs=3), OPTIONS)
-    with pytest.raises(BadRequest, match="n_probs"):
-        infill_ask(body(InfillBody, input_prefix="a", n_probs=3), OPTIONS)
+    asked = body(InfillBody, input_prefix="a", n_probs=3, logit_bias={"7": False, "ab": -2})
+    completion = infill_ask(asked, OPTIONS).completion
+    assert completion is not None and completion.n_probs == 3
+    assert completion.logit_bias == [(7, -math.inf), ("ab", -2.0)]
+    remote = msgspec.structs.replace(
+        OPTIONS, engine=msgspec.structs.replace(OPTIONS.engine, backend="llama-server")
+    )
+    with pytest.raises(BadRequest, match="n_probs and logit_bias need"):
+        infill_ask(asked, remote)
 
 
 def test_a_plain_prompt_is_completed_at_its_end_and_a_fim_prompt_as_its_parts() -> None:
