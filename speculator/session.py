@@ -94,6 +94,18 @@ def _prompt_batches(
     return batches
 
 
+def segments_within(segments: Sequence[Sequence[int]], n: int) -> list[tuple[int, tuple[int, ...]]]:
+    """(position, tokens) of each prompt segment that ends within the first n cells."""
+    kept: list[tuple[int, tuple[int, ...]]] = []
+    pos = 0
+    for seg in segments:
+        if pos + len(seg) > n:
+            break
+        kept.append((pos, tuple(seg)))
+        pos += len(seg)
+    return kept
+
+
 def _libc_strlen() -> Any:
     """libc's strlen as a ggml abort callback (size_t 0/1 read as a bool), or None."""
     try:
@@ -182,18 +194,18 @@ class Session:
         try:
             logits = self._rebuild(prompt, keep, moves, cancel)
         except Cancelled:
-            raise  # _eval_range already left the cache exact
+            # _eval_range left the cache holding prompt[:n] exactly: the segments
+            # in it are still there to be moved by the next sync (a warm-up
+            # cancelled at its last token keeps the FIM suffix reusable).
+            self.segments = segments_within(segments, len(self.cells))
+            raise
         except BaseException:
             # The cache may hold anything past `keep` now: forget it, so the
             # next prefix reuse never trusts KV cells that are gone.
             self._forget_after(keep)
             raise
         self.cells = list(prompt)
-        self.segments = []
-        pos = 0
-        for seg in segments:
-            self.segments.append((pos, tuple(seg)))
-            pos += len(seg)
+        self.segments = segments_within(segments, len(prompt))
         shifted = sum(length for _o, _n, length in moves)
         evaluated = len(prompt) - keep - shifted
         ms = (time.perf_counter() - started) * 1000
