@@ -15,7 +15,9 @@ single-file typing replay the switching latency is compared with); then 3 s
 idle, `shutdown` and `exit`, a new server, the last file reopened unchanged
 and completed at the same place (a clean restart); then a few more edits,
 `kill -9`, a new server and the same (a crash). `--load` keeps one more core
-busy for the whole run (bench/load.py).
+busy for the whole run (bench/load.py). Latencies are given whole and less the
+request's generation (its `decodeMs`): how many tokens the model writes differs
+from visit to visit, while the part before it is what the KV cache decides.
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ class Sample:
     prompt: int
     evaluated: int
     text: str
+    decode_ms: float = 0.0  # the model's generation: its length depends on what it writes
+
+    @property
+    def before_decode_ms(self) -> float:
+        """The request's latency less its generation: the part the KV cache decides."""
+        return self.ms - self.decode_ms
 
 
 @dataclass
@@ -145,7 +153,8 @@ def visit(server: Server, doc: OpenFile, label: str) -> Sample:
 def complete(server: Server, doc: OpenFile, label: str) -> Sample:
     ms, text, stats = inline(server, doc.uri, doc.text, doc.cursor)
     key = keystroke(ms, text, stats)
-    return Sample(label, ms, key.prompt_tokens, key.evaluated if stats else -1, text)
+    evaluated = key.evaluated if stats else -1
+    return Sample(label, ms, key.prompt_tokens, evaluated, text, key.decode_ms)
 
 
 class LoggedServer(Server):
@@ -220,7 +229,10 @@ def reopen(server: Server, doc: OpenFile) -> OpenFile:
 
 def describe(s: Sample) -> str:
     quick = " (quick window)" if 0 < s.prompt <= QUICK_MAX_PROMPT else ""
-    return f"{s.label}: {s.ms:.0f} ms, evaluated {s.evaluated} of {s.prompt}{quick}"
+    return (
+        f"{s.label}: {s.ms:.0f} ms ({s.before_decode_ms:.0f} before decoding), "
+        f"evaluated {s.evaluated} of {s.prompt}{quick}"
+    )
 
 
 def run(args: argparse.Namespace, report: Report) -> None:
@@ -278,16 +290,21 @@ def run(args: argparse.Namespace, report: Report) -> None:
 def summarize(report: Report, switching: list[Sample], single: list[Sample]) -> None:
     evaluated = [s.evaluated for s in switching]
     ms, base = [s.ms for s in switching], [s.ms for s in single]
+    pre = [s.before_decode_ms for s in switching]
+    base_pre = [s.before_decode_ms for s in single]
     quick = sum(0 < s.prompt <= QUICK_MAX_PROMPT for s in switching)
     report.add(
         f"switching, after each file's first visit ({len(switching)} completions, {quick} from "
         f"the quick window): evaluated median {statistics.median(evaluated)}, max "
-        f"{max(evaluated)}; ms p50 {percentile(ms, 50):.0f}, p95 {percentile(ms, 95):.0f}"
+        f"{max(evaluated)}; ms p50 {percentile(ms, 50):.0f}, p95 {percentile(ms, 95):.0f}; "
+        f"before decoding p50 {percentile(pre, 50):.0f}, p95 {percentile(pre, 95):.0f}"
     )
     report.add(
         f"single-file replay ({len(single)} completions): evaluated median "
         f"{statistics.median(s.evaluated for s in single)}; ms p50 {percentile(base, 50):.0f}, "
-        f"p95 {percentile(base, 95):.0f}; p95 ratio {percentile(ms, 95) / percentile(base, 95):.2f}"
+        f"p95 {percentile(base, 95):.0f}; p95 ratio {percentile(ms, 95) / percentile(base, 95):.2f}; "
+        f"before decoding p50 {percentile(base_pre, 50):.0f}, p95 {percentile(base_pre, 95):.0f}, "
+        f"p95 ratio {percentile(pre, 95) / percentile(base_pre, 95):.2f}"
     )
 
 
