@@ -156,9 +156,10 @@ def measure(
 
 
 def speed(run: dict[str, Any]) -> float:
+    """Decode tokens/s (the stats are as Stats encodes them: camelCase)."""
     stats = run["stats"]
-    ms = stats["decode_ms"]
-    return stats["generated_tokens"] / ms * 1000 if ms > 0 else 0.0
+    ms = stats["decodeMs"]
+    return stats["generatedTokens"] / ms * 1000 if ms > 0 else 0.0
 
 
 def task_table(entries: list[dict[str, Any]]) -> dict[str, Any]:
@@ -244,7 +245,7 @@ def markdown(data: dict[str, Any], meta: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for kind in ("refactor", "completion"):
-        if kind not in data["results"]:
+        if not data["results"].get(kind):
             continue
         table = task_table(data["results"][kind])
         for mode, m in table["modes"].items():
@@ -255,7 +256,7 @@ def markdown(data: dict[str, Any], meta: dict[str, Any]) -> str:
                 f"{m['spread'][0]:.2f}-{m['spread'][1]:.2f} | {noise} | "
                 f"{table['same']}/{table['total']} (both modes) |"
             )
-    if "replay" in data["results"]:
+    if data["results"].get("replay"):
         t = replay_table(data["results"]["replay"])
         for q in ("p50", "p95"):
             ratios = t[q]

@@ -14,7 +14,7 @@ def run(task: str, mode: str, text: str, decode_ms: float) -> dict[str, Any]:
         "task": task,
         "mode": mode,
         "text": text,
-        "stats": {"generated_tokens": 10, "decode_ms": decode_ms},
+        "stats": {"generatedTokens": 10, "decodeMs": decode_ms},
     }
 
 
