@@ -10,10 +10,12 @@ import shutil
 import sysconfig
 from pathlib import Path
 
+import pytest
+
 from speculator import provision
 from speculator.config import EngineConfig
 from speculator.engine import SpeculativeEngine
-from speculator.types import CompletionRequest
+from speculator.types import Cancelled, CancelToken, CompletionRequest
 from speculator.workspace import WorkspaceIndex
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -74,3 +76,40 @@ def test_clean_restart_first_completion_in_a_seen_file_evaluates_a_few_tokens(
     assert after.stats.prompt_tokens == before.stats.prompt_tokens  # not the quick window
     assert after.stats.prompt_tokens - after.stats.reused_prompt_tokens <= 64
     assert after.text == before.text
+
+
+def test_after_a_crash_a_cancelled_didopen_warm_up_leaves_the_saved_kv_reusable(
+    tmp_path: Path,
+) -> None:
+    """After `kill -9` the editor reopens the file, edited since the slot was saved,
+    and asks at once: its completion cancels didOpen's warm-up of the restored KV
+    (here: before its first batch, the last token). The FIM suffix in that KV must
+    still be moved, so only the edit is evaluated, not the quick window."""
+    path = tmp_path / "graphlib.py"
+    shutil.copy(STDLIB / "graphlib.py", path)
+    source = path.read_text()
+    at = source.index("\n", source.index("    def done(")) + 1
+    text, cursor = source[:at] + TYPED + "\n" + source[at:], at + len(TYPED)
+    kv_dir = tmp_path / "kv"
+
+    engine = _engine(kv_dir)
+    try:
+        engine.warm(_request(path, text, cursor, typing=False))
+        full = engine.complete(_request(path, text, cursor, typing=True)).stats.prompt_tokens
+        assert engine.persist() >= 1  # the last idle save before the crash
+    finally:
+        engine.close()
+    typed = "\n" + TYPED + "1\n" + TYPED  # two more lines typed after the save
+    text, cursor = text[:cursor] + typed + text[cursor:], cursor + len(typed)
+
+    engine = _engine(kv_dir)
+    try:
+        cancelled = CancelToken()
+        cancelled.cancel()  # the completion came: the warm-up stops at its first batch
+        with pytest.raises(Cancelled):
+            engine.warm(_request(path, text, 0, typing=False), cancelled)
+        after = engine.complete(_request(path, text, cursor, typing=True))
+    finally:
+        engine.close()
+    assert after.stats.prompt_tokens > full  # the full prompt, not the quick window
+    assert after.stats.prompt_tokens - after.stats.reused_prompt_tokens <= 32
