@@ -179,7 +179,7 @@ def task_table(entries: list[dict[str, Any]]) -> dict[str, Any]:
             if speed(old[key]) > 0 and speed(x) > 0:
                 ratios[key].append(speed(x) / speed(old[key]))
                 old_speeds[key].append(speed(old[key]))
-    out: dict[str, Any] = {"same": same, "total": total, "modes": {}}
+    out: dict[str, Any] = {"same": same, "total": total, "modes": {}, "rounds": rounds_of(entries)}
     for mode in MODES.split(","):
         per_task = {k[0]: statistics.median(v) for k, v in ratios.items() if k[1] == mode}
         every = [x for k, v in ratios.items() if k[1] == mode for x in v]
@@ -196,6 +196,22 @@ def task_table(entries: list[dict[str, Any]]) -> dict[str, Any]:
                 "noise": (min(noise), max(noise)) if noise else None,
                 "tasks": len(per_task),
             }
+    return out
+
+
+def rounds_of(entries: list[dict[str, Any]]) -> list[str]:
+    """Each round's median new/old speed over its tasks and modes, with its order."""
+    out = []
+    for entry in entries:
+        old = {(x["task"], x["mode"]): speed(x) for x in entry["old"]["runs"]}
+        ratios = [
+            speed(x) / old[key]
+            for x in entry["new"]["runs"]
+            if old.get(key := (x["task"], x["mode"])) and speed(x) > 0
+        ]
+        if ratios:
+            first = entry.get("order", ["old"])[0]
+            out.append(f"{statistics.median(ratios):.2f} ({first} first)")
     return out
 
 
@@ -244,6 +260,7 @@ def markdown(data: dict[str, Any], meta: dict[str, Any]) -> str:
         "| old vs old (noise) | identical texts |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+    rounds: list[str] = []
     for kind in ("refactor", "completion"):
         if not data["results"].get(kind):
             continue
@@ -256,6 +273,8 @@ def markdown(data: dict[str, Any], meta: dict[str, Any]) -> str:
                 f"{m['spread'][0]:.2f}-{m['spread'][1]:.2f} | {noise} | "
                 f"{table['same']}/{table['total']} (both modes) |"
             )
+        rounds.append(f"{kind}: " + ", ".join(table["rounds"]))
+    notes = ["", "Median new/old per round: " + "; ".join(rounds) + "."] if rounds else []
     if data["results"].get("replay"):
         t = replay_table(data["results"]["replay"])
         for q in ("p50", "p95"):
@@ -266,7 +285,7 @@ def markdown(data: dict[str, Any], meta: dict[str, Any]) -> str:
                 f"{max(ratios):.2f} | {min(ratios):.2f}-{max(ratios):.2f} | n/a | "
                 f"{t['same']}/{t['total']} keystrokes |"
             )
-        lines += [
+        notes += [
             "",
             "Replay per round, p50 / p95 ms per keystroke, old then new: "
             + "; ".join(
@@ -275,6 +294,7 @@ def markdown(data: dict[str, Any], meta: dict[str, Any]) -> str:
             )
             + f". First line matches the file: old {t['old']}, new {t['new']} keystrokes.",
         ]
+    lines += notes
     waits = data.get("waits", [])
     if waits:
         lines += [
