@@ -111,7 +111,7 @@ class FrontDoor:
             client_max_size=MAX_BODY_BYTES,
             middlewares=[http_guard.guard(self.api_key, self.limits), errors_as_json],
         )
-        http_guard.install(app)
+        http_guard.install(app, lambda: self.options().http_cors_origins)
         routes = [
             web.get("/health", self.health),
             web.get("/v1/health", self.health),

@@ -1,7 +1,8 @@
 """The HTTP door's gate: CORS and the API key, as llama-server's pre-routing handler,
 then the client's place in line.
 
-Every response names the request's Origin in Access-Control-Allow-Origin; an
+Every response names the request's Origin in Access-Control-Allow-Origin (or,
+with the option httpCorsOrigins, only a loopback one, or a fixed value); an
 OPTIONS preflight is answered at once, without the key (browsers send none with
 it); any other request to a non-public path needs the key when the server has
 one (lsp_server/auth.py), else 401 with llama-server's error body. A request
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -75,11 +77,30 @@ def guard(api_key: str | None, limits: ClientLimits) -> Middleware:
     return middleware
 
 
-async def allow_origin(request: web.Request, response: web.StreamResponse) -> None:
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def allowed_origin(origin: str, setting: str) -> str | None:
+    """Access-Control-Allow-Origin for a request from `origin`, as llama-server's
+    --cors-origins decides it (the option httpCorsOrigins); None: left out."""
+    if setting == "*":
+        return origin
+    if setting == "localhost":
+        try:
+            host = urlsplit(origin).hostname
+        except ValueError:
+            return None
+        return origin if origin and host in LOOPBACK_HOSTS else None
+    return setting
+
+
+def install(app: web.Application, origins: Callable[[], str]) -> None:
     """on_response_prepare: every response (errors and event streams too) names the
-    request's Origin, as llama-server does."""
-    response.headers["Access-Control-Allow-Origin"] = request.headers.get("Origin", "")
+    origins allowed, as llama-server does; `origins` reads the option now."""
 
+    async def allow_origin(request: web.Request, response: web.StreamResponse) -> None:
+        allowed = allowed_origin(request.headers.get("Origin", ""), origins())
+        if allowed is not None:
+            response.headers["Access-Control-Allow-Origin"] = allowed
 
-def install(app: web.Application) -> None:
     app.on_response_prepare.append(allow_origin)

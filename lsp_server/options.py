@@ -138,6 +138,15 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
             "never another client's workspace files."
         ),
     ] = False
+    http_cors_origins: Annotated[
+        str,
+        _help(
+            "Which web pages' origins the HTTP server names back in Access-Control-Allow-Origin "
+            "(llama-server's --cors-origins): `*` any request's Origin, `localhost` only "
+            "loopback ones (localhost, 127.0.0.1, [::1], any port); anything else is sent as "
+            "given."
+        ),
+    ] = "*"
     next_edit: Annotated[
         bool,
         _help(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -91,6 +92,19 @@ async def test_every_answer_names_the_origin() -> None:
             assert response.headers["Access-Control-Allow-Origin"] == "http://localhost:5173"
         async with http.get(served.url + "/health", headers=origin) as response:
             assert response.headers["Access-Control-Allow-Origin"] == "http://localhost:5173"
+
+
+async def test_cors_origins_localhost_names_only_loopback_pages(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('httpCorsOrigins = "localhost"\n', encoding="utf-8")
+    async with serve_http("--config", str(config)) as served, aiohttp.ClientSession() as http:
+        for origin, named in [("http://localhost:5173", True), ("http://evil.com", False)]:
+            headers = {"Origin": origin, "Access-Control-Request-Method": "POST"}
+            async with http.options(served.url + "/completions", headers=headers) as response:
+                assert response.status == 200
+                assert response.headers.get("Access-Control-Allow-Origin") == (
+                    origin if named else None
+                )
 
 
 @pytest.mark.parametrize(
