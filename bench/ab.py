@@ -359,12 +359,13 @@ def main() -> int:
     else:
         trees = {side: worktree(getattr(args, side), Path(args.trees)) for side in ("old", "new")}
         shown = ",".join(f"{k}={args.limit[k]}" for k in kinds)
+        old, new = (git("rev-parse", "--short", getattr(args, side)) for side in ("old", "new"))
         meta = {
-            "old": git("rev-parse", "--short", args.old),
-            "new": git("rev-parse", "--short", args.new),
+            "old": old,
+            "new": new,
             "rounds": args.rounds,
             "limit": shown,
-            "command": f"python -m bench.ab --old {args.old} --new {args.new} --rounds "
+            "command": f"python -m bench.ab --old {old} --new {new} --rounds "
             f"{args.rounds} --limit {shown} --kinds {','.join(kinds)}",
         }
         log = Path(args.trees) / "ab.log"
