@@ -48,16 +48,34 @@ class RawFim(msgspec.Struct):
 
 def prompts_of(value: Any) -> list[Prompt]:
     """llama-server's prompt forms: a string, token ids (mixed with strings: one
-    prompt), or a list of those (several prompts). BadRequest otherwise."""
+    prompt), a JSON prompt ({"prompt_string"}), or a list of those (several
+    prompts). BadRequest otherwise."""
     if isinstance(value, str):
         return [[value]]
+    if isinstance(value, dict):
+        return [_json_prompt(value)]
     if isinstance(value, list) and not value:
         raise BadRequest("prompt is empty")
     if not isinstance(value, list):
         raise BadRequest('"prompt" must be a string, token ids, or a list of them')
     if any(_is_token(v) for v in value):
         return [_one_prompt(value)]
-    return [[v] if isinstance(v, str) else _one_prompt(v) for v in value]
+    return [
+        [v] if isinstance(v, str) else _json_prompt(v) if isinstance(v, dict) else _one_prompt(v)
+        for v in value
+    ]
+
+
+def _json_prompt(value: dict[str, Any]) -> Prompt:
+    """llama-server's JSON prompt: {"prompt_string", "multimodal_data"}; groundspec's
+    models read text only, so media is refused as llama-server refuses it without a
+    multimodal projector."""
+    if value.get("multimodal_data"):
+        raise BadRequest("multimodal data is not supported: groundspec's models read text only")
+    text = value.get("prompt_string")
+    if not isinstance(text, str):
+        raise BadRequest('a JSON prompt needs "prompt_string" (a string)')
+    return [text]
 
 
 def _is_token(value: Any) -> bool:

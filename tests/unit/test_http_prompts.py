@@ -88,7 +88,12 @@ def test_the_prompt_forms_of_llama_server() -> None:
     assert prompts_of([1, "a", 2]) == [[1, "a", 2]]  # mixed: one prompt
     assert prompts_of(["a", "b"]) == [["a"], ["b"]]  # strings only: several
     assert prompts_of([[1, 2], "b", [3, "c"]]) == [[1, 2], ["b"], [3, "c"]]
-    for bad, says in [([], "empty"), (3, "must be"), ([{}], "each prompt"), ([[True]], "each")]:
+    # llama-server's JSON prompt, alone or in a list; media is refused (text models)
+    assert prompts_of({"prompt_string": "p"}) == [["p"]]
+    assert prompts_of([[1, 2], {"prompt_string": "p"}]) == [[1, 2], ["p"]]
+    with pytest.raises(BadRequest, match="multimodal"):
+        prompts_of({"prompt_string": "p <__media__>", "multimodal_data": ["aGk="]})
+    for bad, says in [([], "empty"), (3, "must be"), ([{}], "prompt_string"), ([[True]], "each")]:
         with pytest.raises(BadRequest, match=says):
             prompts_of(bad)
 
