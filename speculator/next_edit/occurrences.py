@@ -34,6 +34,9 @@ log = logging.getLogger(__name__)
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # Lines a window may grow by to reach a place instead of moving to it.
 MAX_WIDEN_LINES = 6
+# Lines kept below a place the window widens to (proposal.choose drops a change
+# on the window's last line: the model may have stopped there, not ended).
+MARGIN_LINES = 2
 # A changed line or piece of text that recurs more often than this in the file
 # (`try:`) points nowhere in particular: its places are not followed.
 MAX_TEXT_PLACES = 4
@@ -118,7 +121,9 @@ def target_window(
     if nearest < window.first_line and window.first_line - nearest <= MAX_WIDEN_LINES:
         return choose_window(text, cursor, focus, above + window.first_line - nearest, below)
     if nearest >= window.end_line and nearest + 1 - window.end_line <= MAX_WIDEN_LINES:
-        return choose_window(text, cursor, focus, above, below + nearest + 1 - window.end_line)
+        # Lines past the place too: a change on a window's last line is not proposed.
+        extra = nearest + 1 - window.end_line + MARGIN_LINES
+        return choose_window(text, cursor, focus, above, below + extra)
     log.debug("next edit: window moved from line %d to line %d", cursor_line, nearest)
     # The place's line start stands for the cursor: where the model should look.
     return choose_window(text, _first_char(text, starts[nearest]), None, above, below)
