@@ -124,9 +124,10 @@ class LocalGenerator:
         if job.warm and self.prompts.first_request(slot_name(request)):
             # Opened after a restart: the cursor is not known until the editor asks
             # (a didOpen warm-up is at offset 0), and the saved KV is the best guess.
+            # With a cursor, the prompt for it is warmed on top of the saved KV.
             self.prompts.recall(slot_name(request))  # saved with the slot again
             saved = self.slots.restore_saved(("completion", slot_name(request)))
-            if saved is not None:
+            if saved is not None and request.cursor == 0:
                 return LocalPrompt(FimPrompt([], "", ""), saved, resumed=True)
         fim = self._fim_prompt(job)
         segments = self._tokenize_segments(fim)

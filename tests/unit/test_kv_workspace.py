@@ -206,6 +206,25 @@ def test_a_restart_that_cannot_reuse_the_slot_answers_from_the_quick_window(
     assert len(session.synced[-1]) > 192 and session.evaluated[-1] <= 1
 
 
+def test_a_first_warm_up_with_a_known_cursor_warms_the_prompt_not_the_saved_kv(
+    tmp_path: Path,
+) -> None:
+    pipeline, session = engine(Index([OLD]), tmp_path)
+    pipeline.complete(request(SOURCE, FAR, typing=False))
+    pipeline.persist()
+    pipeline.close()
+    pipeline, session = engine(Index([OLD]), tmp_path)
+    edited = SOURCE.replace("def f50(a, b)", "def f50(a, b, c)")  # changed while closed
+    cursor = FAR + len(", c")
+    # A warm-up that knows the cursor (an idle pause, a script's warm) evaluates
+    # the prompt for here, reusing what the saved KV shares with it.
+    pipeline.warm(request(edited, cursor))
+    warmed = last_prompt(session)
+    assert "f50(a, b, c)" in warmed
+    pipeline.complete(request(edited, cursor))  # so the keystroke costs a token
+    assert last_prompt(session) == warmed and session.evaluated[-1] <= 1
+
+
 class MovingSession(Session):
     """Reuses as speculator.session.Session does: the common prefix, then whole
     old segments moved to their new place (the FIM suffix after typing)."""
