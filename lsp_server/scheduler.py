@@ -122,7 +122,6 @@ class Scheduler:
         self._inflight: dict[str, tuple[tuple[Any, ...], Future[list[CompletionResult]]]] = {}
         self._warm_timers: dict[str, asyncio.TimerHandle] = {}
         self._warm_due: dict[str, tuple[float, Callable[[], CompletionRequest | None]]] = {}
-        self._warming: dict[str, tuple[Any, ...]] = {}  # key -> the prompt being warmed
         self._warm_runs: dict[str, _WarmRun] = {}  # key -> its warm-up submitted last
         self.warm_observer: WarmObserver | None = None
         self.cache_hits = 0
@@ -307,7 +306,8 @@ class Scheduler:
         if engine is None or any(slot[0] == key for slot in self._latest):
             return  # not loaded yet, or a completion is already warming it
         request = build()
-        if request is None or self._warming.get(key) == _signature(request):
+        warming = self._warm_runs.get(key)
+        if request is None or (warming is not None and warming.signature == _signature(request)):
             return  # nothing to warm, or this very prompt is warming (didOpen, then "ready")
         run = _WarmRun(_signature(request))
         # The user is in this document now: another document's warm-up (a 20 s
@@ -316,7 +316,6 @@ class Scheduler:
         for other in [k for k in self._warm_runs if k != key]:
             self._warm_runs.pop(other).token.cancel()
         self._warm_runs[key] = run
-        self._warming[key] = run.signature
         self.warms += 1
         token = run.token
         loop = asyncio.get_running_loop()
@@ -343,8 +342,6 @@ class Scheduler:
             self.warm_observer.warm_began()
 
     def _warm_finished(self, key: str, run: _WarmRun, future: Future[Any]) -> None:
-        if self._warming.get(key) == run.signature:
-            del self._warming[key]
         if self._warm_runs.get(key) is run:
             del self._warm_runs[key]
         run.running = False
