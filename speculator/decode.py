@@ -28,7 +28,7 @@ from .controller import DRAFT_TOKEN_RATIO, MAX_VERIFY_ROWS, Controller
 from .drafters import Draft, Drafter
 from .loss_guard import LossGuard
 from .outcome import DecodeOutcome, StopReason
-from .token_probs import Shaping, one_hot
+from .token_probs import Shaping, one_hot, softmax
 from .types import Cancelled, CancelToken
 from .validate import refactor_cut_short, token_limit_reached
 
@@ -83,8 +83,7 @@ def target_probs(logits: np.ndarray, params: SamplingParams) -> np.ndarray:
 
 def token_prob(logits: np.ndarray, token: int) -> float:
     """softmax(logits)[token]."""
-    top = float(np.max(logits))
-    return float(np.exp(logits[token] - top) / np.sum(np.exp(logits - top)))
+    return float(softmax(logits)[token])
 
 
 def sample(p: np.ndarray, rng: np.random.Generator) -> int:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
+from .token_probs import softmax
 from .tokens import common_prefix
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ class DraftModelDrafter:
         tokens: list[int] = []
         started = self.clock()
         for _ in range(k):
-            probs = _softmax(logits)
+            probs = softmax(logits)
             tok = int(np.argmax(probs))
             if probs[tok] < self.min_confidence and tokens:
                 break
@@ -121,9 +122,3 @@ class DraftModelDrafter:
 
     def copy_ahead(self, history: Sequence[int]) -> int | None:
         return None  # a model's drafts follow no source
-
-
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    z = logits - logits.max()
-    e = np.exp(z)
-    return np.asarray(e / e.sum())

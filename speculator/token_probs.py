@@ -112,6 +112,7 @@ def bias_vector(bias: dict[int, float], size: int) -> np.ndarray:
 
 
 def softmax(row: np.ndarray) -> np.ndarray:
+    """The model's distribution over the vocabulary, in float64 (logits are float32)."""
     z = row.astype(np.float64)
     z = np.exp(z - z.max())
     result: np.ndarray = z / z.sum()
