@@ -37,20 +37,12 @@ function M.current(buf)
   return shown[buf]
 end
 
-local function cancel_pending(buf)
-  local p = pending[buf]
-  pending[buf] = nil
-  if p then
-    pcall(util.call, p.client, "cancel_request", p.id)
-  end
-end
-
 --- Hide the proposal and stop asking; true when one was shown.
 function M.dismiss(buf)
   buf = (buf == nil or buf == 0) and api.nvim_get_current_buf() or buf
   local was = shown[buf] ~= nil
   generation[buf] = (generation[buf] or 0) + 1
-  cancel_pending(buf)
+  util.cancel_pending(pending, buf)
   shown[buf] = nil
   view.clear(buf)
   return was

@@ -56,10 +56,7 @@ function M.current(buf)
 end
 
 local function cancel_pending(buf)
-  local p = pending[buf]
-  pending[buf] = nil
-  if p then
-    pcall(util.call, p.client, "cancel_request", p.id)
+  if util.cancel_pending(pending, buf) then
     status.set_generating(false)
   end
 end

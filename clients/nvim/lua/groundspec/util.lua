@@ -57,4 +57,14 @@ function M.notify(msg, level)
   vim.notify("groundspec: " .. msg, level or vim.log.levels.INFO)
 end
 
+--- Cancel the request `pending[buf]` ({client, id}) and forget it; true when there was one.
+function M.cancel_pending(pending, buf)
+  local p = pending[buf]
+  pending[buf] = nil
+  if p then
+    pcall(M.call, p.client, "cancel_request", p.id)
+  end
+  return p ~= nil
+end
+
 return M
