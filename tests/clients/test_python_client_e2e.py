@@ -24,6 +24,7 @@ from groundspec_client import (
     apply_edit,
     start,
 )
+from next_edit_sample import PLUGINS
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = ROOT / "clients" / "python"
@@ -80,15 +81,6 @@ def test_refactor_and_stats(client: Client) -> None:
     stats = client.stats()
     assert stats.requests == 1
     assert stats.server.engine_state == "ready"
-
-
-PLUGINS = """def register(plugin):
-    for name in dir(plugin):
-        opts = parse(plugin, name)
-        if opts is None:
-            continue
-        method = getattr(plugin, name)
-"""
 
 
 def test_next_edit_learns_from_update_document(client: Client, tmp_path: Path) -> None:

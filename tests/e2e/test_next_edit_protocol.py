@@ -8,17 +8,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from next_edit_sample import PLUGINS as CODE
 
 from .raw import RawServer
 
 URI = "file:///work/plugins.py"
-CODE = """def register(plugin):
-    for name in dir(plugin):
-        opts = parse(plugin, name)
-        if opts is None:
-            continue
-        method = getattr(plugin, name)
-"""
 RENAMED_LINE = 5
 
 

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from next_edit_sample import CARRIED, RENAMED
+from next_edit_sample import PLUGINS as CODE
+
 from . import vscode_workbench
 from .vscode_workbench import VSCODE_MARKS, Workbench, code_server, wait_for
 
@@ -23,15 +26,6 @@ pytestmark = VSCODE_MARKS
 announce = vscode_workbench.announce  # the fixture, shared by the code-server tests
 
 NAME = "plugins.py"
-CODE = """def register(plugin):
-    for name in dir(plugin):
-        opts = parse(plugin, name)
-        if opts is None:
-            continue
-        method = getattr(plugin, name)
-"""
-RENAMED = CODE.replace("getattr(plugin, name)", "getattr(plugin, attr_name)")
-CARRIED = CODE.replace("name", "attr_name")
 # Ghost text and the suggest widget would take Tab; these tests are about next edits.
 SETTINGS: dict[str, Any] = {
     "groundspec.autoTrigger": False,

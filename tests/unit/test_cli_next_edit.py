@@ -11,15 +11,8 @@ from pathlib import Path
 
 import pytest
 from contract import STATS_KEYS
-
-CODE = """def register(plugin):
-    for name in dir(plugin):
-        opts = parse(plugin, name)
-        if opts is None:
-            continue
-        method = getattr(plugin, name)
-"""
-RENAMED = CODE.replace("getattr(plugin, name)", "getattr(plugin, attr_name)")
+from next_edit_sample import PLUGINS as CODE
+from next_edit_sample import RENAMED
 
 
 def groundspec(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
