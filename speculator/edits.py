@@ -77,16 +77,22 @@ def merge(first: Edit, second: Edit) -> Edit | None:
     return Edit(lo, lead + first.old + trail, merged_new, second.at)
 
 
-def trimmed(edit: Edit) -> Edit | None:
-    """The edit without the text its old and new spans share at either end;
-    None when nothing changed."""
-    old, new = edit.old, edit.new
+def common_ends(old: str, new: str) -> tuple[int, int]:
+    """How many characters two texts share at the start, and then at the end."""
     head = 0
     while head < min(len(old), len(new)) and old[head] == new[head]:
         head += 1
     tail = 0
     while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
+    return head, tail
+
+
+def trimmed(edit: Edit) -> Edit | None:
+    """The edit without the text its old and new spans share at either end;
+    None when nothing changed."""
+    old, new = edit.old, edit.new
+    head, tail = common_ends(old, new)
     if head == len(old) == len(new):
         return None
     return Edit(

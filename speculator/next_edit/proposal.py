@@ -21,6 +21,7 @@ import difflib
 import math
 from dataclasses import dataclass
 
+from ..edits import common_ends
 from .window import Window
 
 # The least probability of a changed token for an edit to be proposed. On the dev
@@ -79,7 +80,7 @@ def candidates(
             continue
         old = "".join(old_lines[a1:a2])
         new = "".join(new_lines[b1:b2])
-        head, tail = _common_ends(old, new)
+        head, tail = common_ends(old, new)
         start = window.start + old_starts[a1] + head
         edit = TextEdit(start, start + len(old) - head - tail, new[head : len(new) - tail])
         probs: list[float] = []
@@ -126,13 +127,3 @@ def _starts(lines: list[str]) -> list[int]:
     for line in lines:
         starts.append(starts[-1] + len(line))
     return starts
-
-
-def _common_ends(old: str, new: str) -> tuple[int, int]:
-    head = 0
-    while head < min(len(old), len(new)) and old[head] == new[head]:
-        head += 1
-    tail = 0
-    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
-        tail += 1
-    return head, tail
