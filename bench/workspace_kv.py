@@ -10,14 +10,18 @@ an empty KV slot folder. `--visit` of them are opened; each round visits them
 in turn, and each visit is an edit: a new line typed inside a function, one
 character per didChange, `x = ` then an inline completion. The prompt tokens
 each completion evaluated come from the server's `request done` log lines.
-Then the same number of completions in one file with no switch (the
-single-file typing replay the switching latency is compared with); then 3 s
+Then the single-file typing replay the switching latency is compared with:
+the same completions (same files, edits and positions) with no switch, each
+file set back to its text after the first round, warmed, and its later visits
+made in a row, so both make the same prompts and answers; then 3 s
 idle, `shutdown` and `exit`, a new server, the last file reopened unchanged
 and completed at the same place (a clean restart); then a few more edits,
 `kill -9`, a new server and the same (a crash). `--load` keeps one more core
 busy for the whole run (bench/load.py). Latencies are given whole and less the
 request's generation (its `decodeMs`): how many tokens the model writes differs
 from visit to visit, while the part before it is what the KV cache decides.
+Each visit also reports what the server logged for entering a document's KV:
+saving the live one and restoring the visited one, apart.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ import statistics
 import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from speculator.totals import percentile
@@ -41,6 +45,10 @@ from .load import CpuLoad
 KEY_GAP_S = 0.05  # between two typed characters
 TYPED = "x = "
 QUICK_MAX_PROMPT = 300  # a prompt this short is the quick window's (192 tokens by default)
+# speculator/kv_slots.py's line for entering a document's KV.
+ENTERED = re.compile(
+    r"entered the completion KV of .*: live KV saved in ([\d.]+) ms, restored in ([\d.]+) ms"
+)
 
 
 @dataclass
@@ -51,6 +59,9 @@ class Sample:
     evaluated: int
     text: str
     decode_ms: float = 0.0  # the model's generation: its length depends on what it writes
+    file: str = ""
+    save_ms: float = 0.0  # entering the file's KV during the visit: the live KV saved
+    restore_ms: float = 0.0  # and the file's restored
 
     @property
     def before_decode_ms(self) -> float:
@@ -145,16 +156,39 @@ def insert(server: Server, doc: OpenFile, at: int, chars: str) -> None:
 def visit(server: Server, doc: OpenFile, label: str) -> Sample:
     """Enter at the end of the line above the edit line, `x = `, a completion; the
     next visit types below this one."""
+    started = time.perf_counter()
     insert(server, doc, doc.line_start - 1, "\n" + doc.indent + TYPED)
     doc.line_start = doc.cursor + 1
-    return complete(server, doc, label)
+    sample = complete(server, doc, label)
+    entered = [e for e in getattr(server, "entered", []) if e[0] >= started]
+    sample.save_ms = sum(e[1] for e in entered)
+    sample.restore_ms = sum(e[2] for e in entered)
+    return sample
+
+
+def set_back(server: Server, doc: OpenFile, to: OpenFile) -> None:
+    """Delete the lines typed since `to` (one ranged change, so the server's
+    cursor stays where they were typed): the document is `to`'s text again."""
+    at = to.line_start - 1
+    end = at + len(doc.text) - len(to.text)
+    assert doc.text[:at] + doc.text[end:] == to.text
+    doc.version += 1
+    change = {
+        "range": {"start": position(doc.text, at), "end": position(doc.text, end)},
+        "text": "",
+    }
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": doc.uri, "version": doc.version}, "contentChanges": [change]},
+    )
+    doc.text, doc.line_start, doc.cursor = to.text, to.line_start, to.cursor
 
 
 def complete(server: Server, doc: OpenFile, label: str) -> Sample:
     ms, text, stats = inline(server, doc.uri, doc.text, doc.cursor)
     key = keystroke(ms, text, stats)
     evaluated = key.evaluated if stats else -1
-    return Sample(label, ms, key.prompt_tokens, evaluated, text, key.decode_ms)
+    return Sample(label, ms, key.prompt_tokens, evaluated, text, key.decode_ms, doc.path.name)
 
 
 class LoggedServer(Server):
@@ -162,11 +196,17 @@ class LoggedServer(Server):
 
     log_file: Path | None = None
 
+    def __init__(self, env: dict[str, str]) -> None:
+        self.entered: list[tuple[float, float, float]] = []  # (when, save ms, restore ms)
+        super().__init__(env)
+
     def _read_stderr(self) -> None:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
             text = line.decode(errors="replace")
             self.log.put(text)
+            if (match := ENTERED.search(text)) is not None:
+                self.entered.append((time.perf_counter(), float(match[1]), float(match[2])))
             if self.log_file is not None:
                 with self.log_file.open("a") as f:
                     f.write(text)
@@ -248,6 +288,7 @@ def run(args: argparse.Namespace, report: Report) -> None:
     try:
         docs = [open_file(server, p) for p in chosen]
         rounds: list[list[Sample]] = []
+        after_round_1: list[OpenFile] = []
         for r in range(args.rounds):
             row = []
             for doc in docs:
@@ -257,8 +298,9 @@ def run(args: argparse.Namespace, report: Report) -> None:
                     report.add(f"{doc.path.name}: warmed in {settle(server, since):.1f} s")
                 time.sleep(args.think)  # reads it, moves to another file
             rounds.append(row)
+            after_round_1 = after_round_1 or [replace(doc) for doc in docs]
             report.add("; ".join(describe(s) for s in row))
-        single = [visit(server, docs[0], "single") for _ in range(len(docs) * (args.rounds - 1))]
+        single = single_file_replay(server, docs, after_round_1, args, report)
         after_first = [s for row in rounds[1:] for s in row]
         summarize(report, after_first, single)
         time.sleep(3.0)
@@ -287,25 +329,82 @@ def run(args: argparse.Namespace, report: Report) -> None:
         shutil.rmtree(kv_dir, ignore_errors=True)
 
 
+def single_file_replay(
+    server: Server,
+    docs: list[OpenFile],
+    after_round_1: list[OpenFile],
+    args: argparse.Namespace,
+    report: Report,
+) -> list[Sample]:
+    """The switching rounds' later visits again, one file at a time: the file set
+    back to its text after round 1 and warmed, then its visits in a row."""
+    samples = []
+    for doc, first in zip(docs, after_round_1, strict=True):
+        since = time.perf_counter()
+        set_back(server, doc, first)
+        warmed = settle(server, since, timeout_s=90.0)
+        report.add(f"{doc.path.name}: set back to its text after round 1, warmed in {warmed:.1f} s")
+        for r in range(1, args.rounds):
+            samples.append(visit(server, doc, f"single {r + 1} {doc.path.name}"))
+            time.sleep(args.think)
+        report.add("; ".join(describe(s) for s in samples[-(args.rounds - 1) :]))
+    return samples
+
+
+def spread(values: list[float]) -> str:
+    """p50 / p95 / worst, in ms."""
+    return f"{percentile(values, 50):.0f} / {percentile(values, 95):.0f} / {max(values):.0f}"
+
+
+def compare(report: Report, name: str, switching: list[Sample], single: list[Sample]) -> None:
+    """One line: p50 / p95 / worst, whole and less the generation, both ways."""
+    whole = [s.ms for s in switching], [s.ms for s in single]
+    pre = [s.before_decode_ms for s in switching], [s.before_decode_ms for s in single]
+    ratio = [percentile(a, 95) / max(1.0, percentile(b, 95)) for a, b in (whole, pre)]
+    report.add(
+        f"  {name} ({len(switching)} vs {len(single)}): whole {spread(whole[0])} vs "
+        f"{spread(whole[1])} ms (p95 {ratio[0]:.2f}x); less the generation "
+        f"{spread(pre[0])} vs {spread(pre[1])} ms (p95 {ratio[1]:.2f}x)"
+    )
+
+
 def summarize(report: Report, switching: list[Sample], single: list[Sample]) -> None:
+    quick = sum(0 < s.prompt <= QUICK_MAX_PROMPT for s in switching + single)
     evaluated = [s.evaluated for s in switching]
-    ms, base = [s.ms for s in switching], [s.ms for s in single]
-    pre = [s.before_decode_ms for s in switching]
-    base_pre = [s.before_decode_ms for s in single]
-    quick = sum(0 < s.prompt <= QUICK_MAX_PROMPT for s in switching)
+    same = sum(a.text == b.text for a, b in zip(switching, _paired(switching, single), strict=True))
     report.add(
-        f"switching, after each file's first visit ({len(switching)} completions, {quick} from "
-        f"the quick window): evaluated median {statistics.median(evaluated)}, max "
-        f"{max(evaluated)}; ms p50 {percentile(ms, 50):.0f}, p95 {percentile(ms, 95):.0f}; "
-        f"before decoding p50 {percentile(pre, 50):.0f}, p95 {percentile(pre, 95):.0f}"
+        f"after each file's first visit: {len(switching)} completions switching, "
+        f"{len(single)} in the single-file replay ({quick} from the quick window); evaluated "
+        f"median {statistics.median(evaluated)}, max {max(evaluated)} switching, median "
+        f"{statistics.median(s.evaluated for s in single)} single; {same} of {len(switching)} "
+        f"answers identical; generation median {statistics.median(s.decode_ms for s in switching):.0f}"
+        f" vs {statistics.median(s.decode_ms for s in single):.0f} ms"
     )
+    report.add("latency p50 / p95 / worst, switching vs the single-file replay:")
+    for name in sorted({s.file for s in switching}):
+        compare(
+            report,
+            name,
+            [s for s in switching if s.file == name],
+            [s for s in single if s.file == name],
+        )
+    compare(report, "all", switching, single)
+    saves, restores = [s.save_ms for s in switching], [s.restore_ms for s in switching]
     report.add(
-        f"single-file replay ({len(single)} completions): evaluated median "
-        f"{statistics.median(s.evaluated for s in single)}; ms p50 {percentile(base, 50):.0f}, "
-        f"p95 {percentile(base, 95):.0f}; p95 ratio {percentile(ms, 95) / percentile(base, 95):.2f}; "
-        f"before decoding p50 {percentile(base_pre, 50):.0f}, p95 {percentile(base_pre, 95):.0f}, "
-        f"p95 ratio {percentile(pre, 95) / percentile(base_pre, 95):.2f}"
+        f"entering the visited file's KV (switching): live KV saved in {spread(saves)} ms, "
+        f"the file's restored in {spread(restores)} ms (p50 / p95 / worst)"
     )
+
+
+def _paired(switching: list[Sample], single: list[Sample]) -> list[Sample]:
+    """The single-file sample that made the same completion as each switching one."""
+    by_file = {name: [s for s in single if s.file == name] for name in {s.file for s in single}}
+    seen: dict[str, int] = {}
+    paired = []
+    for s in switching:
+        i = seen[s.file] = seen.get(s.file, -1) + 1
+        paired.append(by_file[s.file][i])
+    return paired
 
 
 def main(argv: list[str] | None = None) -> None:
