@@ -19,7 +19,6 @@ from speculator.validate import text_problem
 
 from . import http_wire as wire
 from .http_probs import shaping_fields
-from .http_prompts import raw_fim
 from .options import ServerOptions
 
 T = TypeVar("T")
@@ -34,6 +33,9 @@ class Source(msgspec.Struct, frozen=True):
     language: str
     extra: list[Snippet]
     echo: str
+    # The text is the prompt, as llama-server reads one (special tokens parsed),
+    # generated on to n_predict, an end token or a stop string.
+    raw: bool = False
 
 
 class LlamaAsk(msgspec.Struct, frozen=True):
@@ -78,23 +80,16 @@ def infill_ask(body: wire.InfillBody, options: ServerOptions) -> LlamaAsk:
 def completion_asks(
     body: wire.CompletionBody, prompts: list[str], options: ServerOptions
 ) -> list[LlamaAsk]:
-    """/completion: each prompt completed at its end, or as the FIM layout it is
-    written in (http_prompts.py); several prompts answer as a list, never streamed."""
-    sources = [prompt_source(body, prompt) for prompt in prompts]
-    if len(sources) > 1 and body.stream:
+    """/completion: each prompt read as llama-server reads it (a raw prompt: special
+    tokens parsed, so a client's own FIM layout is FIM); several prompts answer as
+    a list, never streamed."""
+    if len(prompts) > 1 and body.stream:
         raise wire.BadRequest("stream: true takes one prompt at a time")
-    for source in sources:
-        check_text(source.text, options)
+    for prompt in prompts:
+        check_text(prompt, options)
+    language = wire.guess_language(body)
+    sources = [Source(p, len(p), language, [], p, raw=True) for p in prompts]
     return [llama_ask(body, source, options) for source in sources]
-
-
-def prompt_source(body: wire.CompletionBody, prompt: str) -> Source:
-    fim = raw_fim(prompt)
-    if fim is None:
-        return Source(prompt, len(prompt), wire.guess_language(body), [], prompt)
-    path = body.filename or fim.path
-    language = body.language or (wire.language_id_for_path(path) if path else "plaintext")
-    return Source(fim.prefix + fim.suffix, len(fim.prefix), language, fim.extra, prompt)
 
 
 def llama_ask(
@@ -109,6 +104,8 @@ def llama_ask(
             max_predict_ms=max(0.0, body.t_max_predict_ms or 0.0),
             extra_context=source.extra or None,  # ranked ahead of the workspace's
         )
+        if source.raw:
+            completion = as_raw(completion, body.stop or [])
     return LlamaAsk(
         completion=completion,
         echo=source.echo,
@@ -139,8 +136,8 @@ def settings(
 def openai_ask(
     body: wire.OpenAICompletionBody, prompts: list[str], options: ServerOptions
 ) -> OpenAIAsk:
-    """/v1/completions: each prompt completed at its end (before `suffix`), or as
-    the FIM layout it is written in."""
+    """/v1/completions: each prompt read as llama-server reads it (raw), or, with a
+    `suffix`, an insertion between the two, completed as /infill completes one."""
     limit = max_tokens(body.max_tokens, options)
     language = body.language or (
         wire.language_id_for_path(body.filename) if body.filename else "plaintext"
@@ -150,14 +147,21 @@ def openai_ask(
         check_text(prompt + suffix, options)
     asks = []
     for prompt in prompts:
-        fim = raw_fim(prompt)
-        before = prompt if fim is None else fim.prefix
-        text = before + (suffix if fim is None else fim.suffix)
-        completion = completion_request(body, text, len(before), language, limit, options)
-        if fim is not None and fim.extra:
-            completion = msgspec.structs.replace(completion, extra_context=fim.extra)
+        completion = completion_request(
+            body, prompt + suffix, len(prompt), language, limit, options
+        )
+        if not suffix:
+            completion = as_raw(completion, body.stops())
         asks.append(OpenAIPrompt(prompt=prompt, completion=completion))
     return OpenAIAsk(prompts=asks, max_tokens=limit, stops=body.stops())
+
+
+def as_raw(completion: CompletionRequest, stops: list[str]) -> CompletionRequest:
+    """The request for a raw prompt: the text as the prompt, ending as llama-server's
+    answers end (n_predict, an end token, a stop string, the context's end)."""
+    return msgspec.structs.replace(
+        completion, prompt_format="raw", ends_at="limit", stop=stops, extra_context=None
+    )
 
 
 def nth_sample(completion: CompletionRequest, j: int) -> CompletionRequest:

@@ -1,5 +1,5 @@
-"""Prompts as llama-server takes them: text, token ids, lists of either, and raw
-fill-in-the-middle prompts written with the model's special tokens.
+"""Prompts as llama-server takes them: text, token ids, lists of either, and JSON
+prompts ({"prompt_string"}).
 
 llama-server tokenizes a prompt with special tokens parsed, so a client that
 writes Qwen's FIM layout itself (Zed's `prompt_format: qwen`, minuet, Continue)
@@ -8,10 +8,10 @@ gets a FIM completion:
     [<|repo_name|>NAME\n<|file_sep|>PATH\nTEXT\n...<|file_sep|>PATH\n]
     <|fim_prefix|>PREFIX<|fim_suffix|>SUFFIX<|fim_middle|>[MIDDLE SO FAR]
 
-groundspec reads that layout back into what it is (the text before and after the
-cursor, the other files as context, the file's path) and completes it as /infill
-would; its own prompt is the same layout. Token ids are turned back into text
-with the model's vocabulary (special tokens as their text), then read the same way.
+groundspec does the same: such a prompt is the engine's prompt as sent (a raw
+request, speculator/types.py's prompt_format). Token ids are turned back into
+text with the model's vocabulary (special tokens as their text), which the
+engine tokenizes again with special tokens parsed.
 """
 
 from __future__ import annotations
@@ -19,9 +19,6 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 import msgspec
-
-from speculator.prompt import FILE_SEP, FIM_MIDDLE, FIM_PREFIX, FIM_SUFFIX, REPO_NAME
-from speculator.types import Snippet
 
 from .http_wire import BadRequest
 
@@ -37,13 +34,6 @@ class Tokenizer(Protocol):
     def tokenize(self, text: str, special: bool = False) -> list[int]: ...
 
     def token_bytes(self, token: int, special: bool = False) -> bytes: ...
-
-
-class RawFim(msgspec.Struct):
-    prefix: str
-    suffix: str
-    extra: list[Snippet]
-    path: str | None = None
 
 
 def prompts_of(value: Any) -> list[Prompt]:
@@ -117,35 +107,6 @@ def detokenize(tokens: list[int], tokenizer: Tokenizer | None) -> str:
         )
     data = b"".join(tokenizer.token_bytes(t, special=True) for t in tokens)
     return data.decode("utf-8", errors="replace")
-
-
-def raw_fim(prompt: str) -> RawFim | None:
-    """The parts of a prompt written in Qwen's FIM layout; None for any other prompt
-    (plain text is completed at its end, as before)."""
-    stripped = prompt.lstrip()
-    starts_fim = stripped.startswith((FIM_PREFIX, REPO_NAME, FILE_SEP))
-    if not starts_fim or FIM_PREFIX not in prompt or FIM_MIDDLE not in prompt:
-        return None
-    head, _, fim = prompt.partition(FIM_PREFIX)
-    before_middle, _, middle = fim.partition(FIM_MIDDLE)
-    prefix, _, suffix = before_middle.partition(FIM_SUFFIX)
-    extra, path = _repo_files(head)
-    return RawFim(prefix=prefix + middle, suffix=suffix, extra=extra, path=path)
-
-
-def _repo_files(head: str) -> tuple[list[Snippet], str | None]:
-    """The other files of a repo-level prompt, and the current file's path (the
-    last file header, the one the FIM part belongs to)."""
-    parts = head.split(FILE_SEP)
-    files = []
-    for part in parts[1:]:
-        name, _, text = part.partition("\n")
-        files.append((name.strip(), text))
-    if not files:
-        return [], None
-    current, _ = files[-1]
-    extra = [Snippet(path=name, text=text) for name, text in files[:-1] if text.strip()]
-    return extra, current or None
 
 
 # -- /tokenize and /detokenize -----------------------------------------------------------

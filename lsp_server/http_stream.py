@@ -31,7 +31,9 @@ async def streamed(
     the part later tokens can no longer change is sent (complete lines, or the
     line but for a tail that could still turn out to repeat the text after the
     cursor or start a stop string), the rest once decoding is done; all after
-    the HTTP side's own post-processing (stop strings, n_indent)."""
+    the HTTP side's own post-processing (stop strings, n_indent). A raw request
+    (ends_at "limit") sends each token's text as it comes, but for a tail that
+    may start a stop string."""
 
     def cut(text: str) -> str:
         return wire.finish(text, stops, n_indent, 0, 0).content
@@ -48,10 +50,12 @@ async def streamed(
     )
     task = asyncio.ensure_future(complete(msgspec.structs.replace(completion, on_progress=report)))
     task.add_done_callback(lambda _: reports.put_nowait(None))
+    raw = completion.ends_at == "limit"  # the text as generated, token by token
     sent = ""
     try:
         while (progress := await reports.get()) is not None:
-            stable = wire.streamable(cut(progress.text), hold)
+            so_far = cut(progress.text)
+            stable = before_stop(so_far, stops) if raw else wire.streamable(so_far, hold)
             if len(stable) > len(sent) and stable.startswith(sent):
                 await send(stable[len(sent) :], progress.generated_tokens, progress.prompt_tokens)
                 sent = stable
@@ -65,3 +69,13 @@ async def streamed(
         stats = result.stats
         await send(final[len(sent) :], stats.generated_tokens, stats.prompt_tokens)
     return result
+
+
+def before_stop(text: str, stops: list[str]) -> str:
+    """`text` less a tail that may be the start of a stop string (held back, as
+    llama-server holds it, until the next tokens say)."""
+    longest = max((len(stop) for stop in stops), default=0)
+    for n in range(min(longest - 1, len(text)), 0, -1):
+        if any(stop.startswith(text[-n:]) for stop in stops):
+            return text[:-n]
+    return text

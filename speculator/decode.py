@@ -140,7 +140,9 @@ class Decoder:
         deadline_ms: float = 0.0,
         record_probs: bool = False,
         shaping: Shaping | None = None,
+        stop_loops: bool = True,
     ):
+        self.stop_loops = stop_loops  # False: a repeating output runs on to the limit
         self.record_probs = record_probs  # fill DecodeOutcome.token_probs
         self.shaping = shaping  # a logit bias, n_probs: DecodeOutcome.token_choices
         self.min_draft = min_draft  # > 0: the user chose the drafters, always try them
@@ -265,7 +267,8 @@ class Decoder:
             self.shaping.record(row, token, self._distribution, out.token_choices)
         piece = self.token_bytes(token)
         pieces.append(piece)
-        if len(out.tokens) % LOOP_CHECK_EVERY == 0 and repeating_tail(out.tokens, self._prompt):
+        looped = self.stop_loops and len(out.tokens) % LOOP_CHECK_EVERY == 0
+        if looped and repeating_tail(out.tokens, self._prompt):
             out.stop = StopReason.LOOPED
             return True
         if stop is not None and stop(_decode_text(pieces)) is not None:

@@ -60,7 +60,12 @@ class FakeEngine:
     ) -> CompletionResult:
         _check_cursor(request.text, request.cursor)
         # Protocol tests read which KV slot a request reached from the log.
-        log.info("fake completion in KV slot %r", request.slot or request.path or "")
+        log.info(
+            "fake completion in KV slot %r (a %s prompt, ending at the %s)",
+            request.slot or request.path or "",
+            request.prompt_format,
+            request.ends_at,
+        )
         self.requests.append(request)
         started = time.perf_counter()
         prompt = request.text[: request.cursor]

@@ -56,6 +56,7 @@ from .next_edit.proposal import TokenTrace
 from .outcome import StopReason
 from .postprocess import (
     CompletionStop,
+    StopStrings,
     cut_at_deadline,
     dedented_selection,
     finish_completion,
@@ -107,6 +108,13 @@ class CompletionJob:
     # read the folder): a header chosen before is provisional (headers.py).
     context_ready: Callable[[], bool] = lambda: True
     warm: bool = False  # an idle warm-up's: evaluate the prompt, generate nothing
+
+    def shown(self, text: str) -> str:
+        """Generated text as the caller gets it: a suggestion cleaned up, or (ends_at
+        "limit") the text as generated."""
+        if self.request.ends_at == "limit":
+            return text
+        return finish_completion(text, self.multiline)
 
 
 @dataclass
@@ -222,12 +230,16 @@ def prepare_completion(
         return CompletionJob(
             request, grounding, False, no_stop, limits, context, False, ready, warm=True
         )
-    multiline = (
-        request.multiline
-        if request.multiline is not None
-        else is_multiline(request.text, request.cursor, grounding)
-    )
-    stop = CompletionStop(request.text, request.cursor, multiline)
+    stop: StopRule
+    if request.ends_at == "limit":  # llama-server's end: the limits and stop strings
+        multiline, stop = True, StopStrings(request.stop)
+    else:
+        multiline = (
+            request.multiline
+            if request.multiline is not None
+            else is_multiline(request.text, request.cursor, grounding)
+        )
+        stop = CompletionStop(request.text, request.cursor, multiline)
     limits = Limits.of(request, started)
     quick = request.quick_window
     return CompletionJob(request, grounding, multiline, stop, limits, context, quick, ready)
@@ -328,8 +340,8 @@ def ranked_extra(snippets: list[Snippet], query: str, limit: int) -> list[Snippe
 
 def finish_completion_text(job: CompletionJob, generated: Generated) -> str:
     """The text the editor shows: up to the line's or block's end, less a word
-    the deadline cut short."""
-    text = finish_completion(generated.text, job.multiline)
+    the deadline cut short (ends_at "limit": the text as generated)."""
+    text = job.shown(generated.text)
     if generated.stop is StopReason.DEADLINE:
         text = cut_at_deadline(text)
     return text

@@ -120,6 +120,19 @@ class CompletionStop:
         return cut
 
 
+class StopStrings:
+    """llama-server's end for a completion that ends at the limit: nothing but its
+    stop strings stops it (besides the token limit, end tokens and the context).
+    The cut keeps the stop string: the caller drops it and names it."""
+
+    def __init__(self, stops: list[str]):
+        self.stops = [stop for stop in stops if stop]
+
+    def __call__(self, completion: str) -> int | None:
+        ends = [at + len(stop) for stop in self.stops if (at := completion.find(stop)) >= 0]
+        return min(ends) if ends else None
+
+
 def _min(a: int | None, b: int) -> int:
     return b if a is None else min(a, b)
 

@@ -14,6 +14,8 @@ import msgspec
 
 Speculation = Literal["auto", "off", "lookup", "draft", "both"]
 SPECULATION_MODES: tuple[str, ...] = ("auto", "off", "lookup", "draft", "both")
+PromptFormat = Literal["document", "raw"]
+EndsAt = Literal["suggestion", "limit"]
 
 
 class EngineError(Exception):
@@ -137,6 +139,18 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     # verification included, so the output is plain decoding's with the bias (-inf
     # bans the token).
     logit_bias: list[tuple[int | str, float]] | None = None
+    # How the prompt is read. "document": groundspec's FIM prompt around the cursor
+    # (a window of the text, context snippets). "raw": the text is the prompt, as
+    # llama-server reads one: tokenized as given, special tokens parsed, nothing
+    # added (the cursor is its end); a script's or a raw-FIM client's prompt.
+    prompt_format: PromptFormat = "document"
+    # Where the answer ends. "suggestion": where an editor's suggestion ends (the
+    # line or block, post-processed). "limit": as llama-server's: at max_tokens,
+    # an end token, a stop string or the context's end, the text as generated.
+    ends_at: EndsAt = "suggestion"
+    # Decoding stops once the text holds one of these (llama-server's `stop`); the
+    # text keeps it, for the caller to cut and name. Read when ends_at is "limit".
+    stop: list[str] = msgspec.field(default_factory=list)
 
 
 class Progress(msgspec.Struct):

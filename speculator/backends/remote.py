@@ -240,6 +240,9 @@ class RemoteEngine(Pipeline[CompletionContext]):
         """The same grounding the local engine uses: window, snippets, spans, stop
         rule; the prompt split at the document's typing anchor (TypingAnchors)."""
         request = job.request
+        if request.prompt_format == "raw":  # the text is the prompt, as the server reads it
+            raw = FimPrompt([("", request.text)], request.text, "")
+            return CompletionContext(raw, [], job.multiline, job.stop)
         key = request.path or ""
         found = self.anchors.find(key, request.text, request.cursor)
         if found is None:

@@ -30,7 +30,6 @@ from ..lookup import PromptLookupDrafter
 from ..loss_guard import allowance_for
 from ..outcome import DecodeOutcome
 from ..pipeline import CompletionJob, Counts, Generated, RewriteJob, StopRule
-from ..postprocess import finish_completion
 from ..prompt import FimPrompt, QuickWindow, build_quick_fim
 from ..threads import ThreadPolicy
 from ..token_probs import Shaping
@@ -39,11 +38,11 @@ from ..types import (
     Cancelled,
     CancelToken,
     CompletionRequest,
-    Progress,
     RefactorRequest,
     Speculation,
 )
 from ..validate import check_rewrite_fits
+from .progress import reporting, token_ends
 
 if TYPE_CHECKING:
     from ..models import Model
@@ -129,6 +128,11 @@ class LocalGenerator:
             saved = self.slots.restore_saved(("completion", slot_name(request)))
             if saved is not None and request.cursor == 0:
                 return LocalPrompt(FimPrompt([], "", ""), saved, resumed=True)
+        if request.prompt_format == "raw":  # as llama-server reads it: special tokens parsed
+            fim = FimPrompt([("", request.text)], request.text, "")
+            raw = [self.target.tokenize(request.text, special=True)]
+            self.slots.enter(("completion", slot_name(request)), raw)
+            return LocalPrompt(fim, raw)
         fim = self._fim_prompt(job)
         segments = self._tokenize_segments(fim)
         self.slots.enter(("completion", slot_name(request)), segments)
@@ -196,13 +200,14 @@ class LocalGenerator:
     ) -> tuple[SyncResult, Logits, StopRule, list[list[int]]]:
         """Sync the prompt into the KV cache; the stop rule and the lookup corpus."""
         request = job.request
-        sync, logits = self.session.sync(
-            prompt.segments, shift_reuse=self.shift_reuse, cancel=cancel
-        )
+        # A raw prompt's KV is exact: moved KV would make its answer the model's
+        # only approximately, where a script compares it with llama-server's.
+        shift = self.shift_reuse and request.prompt_format != "raw"
+        sync, logits = self.session.sync(prompt.segments, shift_reuse=shift, cancel=cancel)
         self._keep_draft_in_step(prompt.segments, request.speculation, cancel)
         stop = job.stop
         if request.on_progress is not None:
-            stop = reporting(stop, request.on_progress, job.multiline, sync.prompt_tokens)
+            stop = reporting(stop, request.on_progress, job.shown, sync.prompt_tokens)
         return sync, logits, stop, self._completion_corpus(request, job.grounding, prompt.fim)
 
     def _generate(
@@ -386,6 +391,8 @@ class LocalGenerator:
             deadline_ms=deadline_ms,
             record_probs=record_probs,
             shaping=Shaping.of(request, self.target),
+            # Ending at the limit, as llama-server's answers end, a loop runs on too.
+            stop_loops=not (isinstance(request, CompletionRequest) and request.ends_at == "limit"),
         )
         try:
             outcome = decoder.run(
@@ -464,35 +471,6 @@ class LocalGenerator:
 MAX_SCORED_TOKENS = 256
 
 
-def token_ends(tokens: list[int], token_bytes: Callable[[int], bytes]) -> list[int]:
-    """Where each token ends in the decoded text, in characters (a character split
-    over tokens counts at the token that completes it)."""
-    ends, data = [], b""
-    for token in tokens:
-        data += token_bytes(token)
-        ends.append(len(data.decode("utf-8", errors="ignore")))
-    return ends
-
-
 def slot_name(request: CompletionRequest) -> str:
     """Whose KV slot a completion uses: the one it names, else its document's."""
     return request.slot or request.path or ""
-
-
-def reporting(
-    stop: StopRule, report: Callable[[Progress], None], multiline: bool, prompt_tokens: int
-) -> StopRule:
-    """The stop rule, also reporting the text so far as it would be finished now:
-    the decode loop calls it after every accepted token, so streaming costs no
-    change to the loop."""
-    generated = 0
-
-    def rule(text: str) -> int | None:
-        nonlocal generated
-        generated += 1
-        cut = stop(text)
-        kept = text if cut is None else text[:cut]
-        report(Progress(finish_completion(kept, multiline), generated, prompt_tokens))
-        return cut
-
-    return rule

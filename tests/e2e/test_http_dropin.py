@@ -1,11 +1,12 @@
 """What llama-server's own clients and tests expect of the HTTP door (fake engine):
-raw FIM prompts, prompt forms, /props, /slots, /tokenize, n_probs and logit_bias,
+raw prompts (FIM or plain), prompt forms, /props, /slots, /tokenize, n_probs and logit_bias,
 and input_extra checked as llama-server checks it."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -45,22 +46,48 @@ async def post(http: aiohttp.ClientSession, url: str, body: Any) -> tuple[int, A
         return response.status, await response.json()
 
 
-async def test_a_raw_fim_prompt_is_read_as_fim(server: Served, http: aiohttp.ClientSession) -> None:
-    # The fake engine counts the characters before the cursor as prompt tokens: the
-    # prefix alone, not the markers and suffix (which plain text would count).
+def engine_asks(server: Served) -> list[str]:
+    """How the fake engine was asked each completion: its prompt format and end."""
+    return re.findall(r"\(a (\w+) prompt, ending at the (\w+)\)", b"".join(server.log).decode())
+
+
+async def test_a_raw_fim_prompt_is_the_prompt(server: Served, http: aiohttp.ClientSession) -> None:
+    # As llama-server reads it: the whole text is the prompt (the fake engine counts
+    # its characters as prompt tokens), generated on to the limit.
     status, body = await post(http, server.url + "/v1/completions", {"prompt": RAW_FIM})
     assert status == 200 and body["choices"][0]["text"] == FAKE_TEXT
-    assert body["usage"]["prompt_tokens"] == len(PREFIX)
+    assert body["usage"]["prompt_tokens"] == len(RAW_FIM)
     status, body = await post(http, server.url + "/completion", {"prompt": RAW_FIM})
     assert status == 200 and body["content"] == FAKE_TEXT
-    assert body["tokens_evaluated"] == len(PREFIX) and body["prompt"] == RAW_FIM
+    assert body["tokens_evaluated"] == len(RAW_FIM) and body["prompt"] == RAW_FIM
+    assert engine_asks(server)[-2:] == [("raw", "limit")] * 2
 
 
-async def test_plain_prompts_are_still_completed_at_their_end(
+async def test_plain_prompts_are_continued_as_llama_server_continues_them(
     server: Served, http: aiohttp.ClientSession
 ) -> None:
-    status, body = await post(http, server.url + "/completion", {"prompt": PREFIX})
+    asked = {"prompt": PREFIX, "n_predict": 9, "stop": ["("]}
+    status, body = await post(http, server.url + "/completion", asked)
     assert status == 200 and body["tokens_evaluated"] == len(PREFIX)
+    assert (body["content"], body["stop_type"], body["stopping_word"]) == (
+        FAKE_TEXT[:9],
+        "limit",
+        "",
+    )
+    assert body["timings"]["predicted_n"] == 9
+    status, body = await post(http, server.url + "/completion", {"prompt": PREFIX, "stop": ["("]})
+    assert (body["content"], body["stop_type"]) == (FAKE_TEXT.split("(")[0], "word")
+    assert engine_asks(server)[-1] == ("raw", "limit")
+
+
+async def test_infill_and_an_openai_suffix_end_where_a_suggestion_ends(
+    server: Served, http: aiohttp.ClientSession
+) -> None:
+    status, _ = await post(http, server.url + "/infill", INFILL)
+    assert status == 200 and engine_asks(server)[-1] == ("document", "suggestion")
+    asked = {"prompt": PREFIX, "suffix": "\n"}
+    status, _ = await post(http, server.url + "/v1/completions", asked)
+    assert status == 200 and engine_asks(server)[-1] == ("document", "suggestion")
 
 
 async def test_completions_without_v1_is_llama_servers(
@@ -73,7 +100,7 @@ async def test_completions_without_v1_is_llama_servers(
 async def test_several_prompts_get_a_list(server: Served, http: aiohttp.ClientSession) -> None:
     status, body = await post(http, server.url + "/completion", {"prompt": ["a = ", RAW_FIM]})
     assert status == 200 and [answer["index"] for answer in body] == [0, 1]
-    assert [answer["tokens_evaluated"] for answer in body] == [len("a = "), len(PREFIX)]
+    assert [answer["tokens_evaluated"] for answer in body] == [len("a = "), len(RAW_FIM)]
     stream = {"prompt": ["a", "b"], "stream": True}
     status, body = await post(http, server.url + "/completion", stream)
     assert status == 400 and "one prompt at a time" in body["error"]["message"]

@@ -92,20 +92,24 @@ def test_n_probs_and_logit_bias_go_to_the_local_engine_and_are_refused_for_a_rem
         infill_ask(asked, remote)
 
 
-def test_a_plain_prompt_is_completed_at_its_end_and_a_fim_prompt_as_its_parts() -> None:
-    plain, fim = completion_asks(
-        body(CompletionBody, prompt=["x", FIM]),
-        ["def f(", FIM],
-        OPTIONS,
-    )
-    assert plain.completion is not None and fim.completion is not None
-    assert (plain.completion.text, plain.completion.cursor) == ("def f(", 6)
-    assert plain.completion.extra_context is None
-    assert (fim.completion.text, fim.completion.cursor) == ("x = \ny = 2", 4)
-    assert fim.completion.path is None  # the body names no file; the FIM header does
-    assert fim.completion.language_id == "python"  # from app.py, the FIM part's file
-    assert fim.completion.extra_context == [Snippet(path="lib.py", text="def helper(): ...\n")]
-    assert fim.echo == FIM
+def test_completion_prompts_are_raw_and_end_at_the_limit() -> None:
+    # Plain text and a client's own FIM layout alike: the text is the prompt, as
+    # llama-server reads it, generated on to n_predict, an end token or a stop.
+    asked = body(CompletionBody, prompt=["x", FIM], n_predict=20, stop=["\n\n"])
+    plain, fim = completion_asks(asked, ["def f(", FIM], OPTIONS)
+    for ask, text in ((plain, "def f("), (fim, FIM)):
+        completion = ask.completion
+        assert completion is not None
+        assert (completion.text, completion.cursor) == (text, len(text))
+        assert (completion.prompt_format, completion.ends_at) == ("raw", "limit")
+        assert completion.stop == ["\n\n"] and completion.max_tokens == 20
+        assert completion.extra_context is None and ask.echo == text
+
+
+def test_infill_ends_where_the_suggestion_ends() -> None:
+    ask = infill_ask(body(InfillBody, input_prefix="x = ", input_suffix="\n"), OPTIONS)
+    assert ask.completion is not None
+    assert (ask.completion.prompt_format, ask.completion.ends_at) == ("document", "suggestion")
 
 
 def test_several_prompts_are_not_streamed() -> None:
@@ -123,24 +127,23 @@ def test_max_tokens_defaults_to_the_option_and_is_clamped() -> None:
     assert max_tokens(10**6, OPTIONS) == 4096
 
 
-def test_openai_prompts_end_before_the_suffix_and_share_the_limits() -> None:
-    openai = body(
-        OpenAICompletionBody,
-        prompt=["def f(", FIM],
-        suffix=")\n",
-        stop="\n",
-        max_tokens=0,
-        filename="main.go",
-        seed=7,
-    )
+def test_openai_prompts_are_raw_unless_a_suffix_asks_for_an_insertion() -> None:
+    openai = body(OpenAICompletionBody, prompt=["def f(", FIM], stop="\n", max_tokens=0)
     ask = openai_ask(openai, ["def f(", FIM], OPTIONS)
-    plain, fim = ask.prompts
-    assert (plain.completion.text, plain.completion.cursor) == ("def f()\n", 6)
-    assert (fim.completion.text, fim.completion.cursor) == ("x = \ny = 2", 4)
-    assert fim.completion.extra_context == [Snippet(path="lib.py", text="def helper(): ...\n")]
-    assert plain.completion.language_id == "go" and plain.completion.path == "main.go"
-    assert plain.completion.max_tokens == 1  # never 0 asked of an engine; 0 is not run
+    for one, text in zip(ask.prompts, ("def f(", FIM), strict=True):
+        assert (one.completion.text, one.completion.cursor) == (text, len(text))
+        assert (one.completion.prompt_format, one.completion.ends_at) == ("raw", "limit")
+        assert one.completion.stop == ["\n"]
+    assert ask.prompts[0].completion.max_tokens == 1  # never 0 asked of an engine; 0 is not run
     assert (ask.max_tokens, ask.stops) == (0, ["\n"])
+
+
+def test_openai_with_a_suffix_is_an_insertion_as_infill() -> None:
+    openai = body(OpenAICompletionBody, prompt="def f(", suffix=")\n", filename="main.go", seed=7)
+    (one,) = openai_ask(openai, ["def f("], OPTIONS).prompts
+    assert (one.completion.text, one.completion.cursor) == ("def f()\n", 6)
+    assert (one.completion.prompt_format, one.completion.ends_at) == ("document", "suggestion")
+    assert one.completion.language_id == "go" and one.completion.path == "main.go"
 
 
 def test_openai_refuses_a_prompt_over_the_document_limit() -> None:

@@ -1,5 +1,4 @@
-"""llama-server's prompt forms and raw FIM prompts read back into their parts
-(lsp_server/http_prompts.py), on plain data."""
+"""llama-server's prompt forms (lsp_server/http_prompts.py), on plain data."""
 
 from __future__ import annotations
 
@@ -10,11 +9,9 @@ from lsp_server.http_prompts import (
     detokenize,
     prompt_text,
     prompts_of,
-    raw_fim,
     tokenize_answer,
 )
 from lsp_server.http_wire import BadRequest
-from speculator.types import Snippet
 
 SPECIALS = {0: "<|fim_prefix|>", 1: "<|fim_suffix|>", 2: "<|fim_middle|>"}
 
@@ -41,45 +38,6 @@ class ByteVocab:
         if token in SPECIALS:
             return SPECIALS[token].encode() if special else b""
         return bytes([token - 3])
-
-
-def test_a_qwen_fim_prompt_is_read_as_its_parts() -> None:
-    fim = raw_fim("<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>\n<|fim_middle|>")
-    assert fim is not None
-    assert (fim.prefix, fim.suffix, fim.extra, fim.path) == (
-        "def add(a, b):\n    return ",
-        "\n",
-        [],
-        None,
-    )
-
-
-def test_the_middle_so_far_continues_the_prefix() -> None:
-    fim = raw_fim("<|fim_prefix|>x = <|fim_suffix|>\n<|fim_middle|>1 +")
-    assert fim is not None and fim.prefix == "x = 1 +" and fim.suffix == "\n"
-
-
-def test_a_repo_level_prompt_gives_the_other_files_and_the_path() -> None:
-    prompt = (
-        "<|repo_name|>demo\n<|file_sep|>util.py\ndef helper():\n    return 1\n"
-        "<|file_sep|>empty.py\n\n"
-        "<|file_sep|>app.py\n<|fim_prefix|>import util\n<|fim_suffix|><|fim_middle|>"
-    )
-    fim = raw_fim(prompt)
-    assert fim is not None and fim.path == "app.py" and fim.prefix == "import util\n"
-    assert fim.extra == [Snippet(path="util.py", text="def helper():\n    return 1\n")]
-
-
-@pytest.mark.parametrize(
-    "prompt",
-    [
-        "def f():\n    return ",  # plain text: completed at its end
-        "# the FIM markers <|fim_prefix|> and <|fim_middle|> in a comment",
-        "<|fim_prefix|>no middle marker",
-    ],
-)
-def test_other_prompts_are_not_fim(prompt: str) -> None:
-    assert raw_fim(prompt) is None
 
 
 def test_the_prompt_forms_of_llama_server() -> None:
