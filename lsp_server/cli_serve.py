@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from .auth import check_exposure, resolve_key
 from .cli_common import ENGINE_FLAG_ENV, UsageError, add_command, engine_flags
 from .startup import check_serve_flags
+
+if TYPE_CHECKING:
+    from .options import ServerOptions
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,12 +57,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="listen beyond loopback without a key: anyone who can connect gets completions "
         "that quote this workspace's code",
     )
+    serve.add_argument(
+        "--parallel",
+        "-np",
+        type=int,
+        metavar="N",
+        help="HTTP request slots, as llama-server's (default: the option httpParallel, 1): N "
+        "requests are accepted and listed in /slots at once; the one engine serves them in turns",
+    )
+    serve.add_argument(
+        "--no-slots",
+        action="store_true",
+        help="answer /slots with 501 (the option httpSlots off), as llama-server's --no-slots",
+    )
     serve.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     serve.add_argument(
         "--config", metavar="PATH", help="config file (default ~/.config/groundspec/config.toml)"
     )
     engine_flags(serve)
     serve.set_defaults(run=run_serve)
+
+
+def http_flags(options: ServerOptions, args: argparse.Namespace) -> ServerOptions:
+    """The options with the command line's HTTP slot flags over the config file's."""
+    import msgspec
+
+    from .options import MAX_PARALLEL
+
+    if args.parallel is not None:
+        if not 1 <= args.parallel <= MAX_PARALLEL:
+            raise UsageError(f"--parallel takes 1 to {MAX_PARALLEL}, not {args.parallel}")
+        options = msgspec.structs.replace(options, http_parallel=args.parallel)
+    if args.no_slots:
+        options = msgspec.structs.replace(options, http_slots=False)
+    return options
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -76,6 +108,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     config = load_startup_config(args.config, fake=args.fake, use_draft=not args.no_draft)
+    config.options = http_flags(config.options, args)
     # Returns only when HTTP runs alone; with LSP it ends the process.
     return serve(
         config,

@@ -54,7 +54,7 @@ from .http_limits import ClientLimits, peer
 from .http_llama import LlamaExtras, tokenizer_of
 from .http_probs import openai_logprobs, result_probabilities, token_events
 from .http_prompts import Prompt, needs_tokenizer, prompt_text, prompts_of
-from .http_slots import SlotRouter
+from .http_slots import SlotPool, SlotRouter
 from .http_stream import Send, streamed
 from .options import ServerOptions
 from .startup import cannot_listen
@@ -62,6 +62,7 @@ from .startup import cannot_listen
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+B = TypeVar("B", wire.InfillBody, wire.CompletionBody, wire.OpenAICompletionBody, wire.ChatBody)
 
 
 class EngineGate(Protocol):
@@ -103,13 +104,14 @@ class FrontDoor:
         self.api_key = api_key  # required of every client but on /health
         self.slots = SlotRouter()
         self.running: dict[str, set[CancelToken]] = {}  # by client: what /slots erase cancels
-        self.extras = LlamaExtras(self._call, options, self.slots, self.running)
         self.limits = ClientLimits()  # a bounded queue per client, turns in rotation
+        self.pool = SlotPool(options().http_parallel)  # llama-server's --parallel slots
+        self.extras = LlamaExtras(self._call, options, self.slots, self.running, self.pool)
 
     def app(self) -> web.Application:
         app = web.Application(
             client_max_size=MAX_BODY_BYTES,
-            middlewares=[http_guard.guard(self.api_key, self.limits), errors_as_json],
+            middlewares=[http_guard.guard(self.api_key, self.limits, self.pool), errors_as_json],
         )
         http_guard.install(app, lambda: self.options().http_cors_origins)
         routes = [
@@ -147,14 +149,14 @@ class FrontDoor:
         raise ApiError(503, "Loading model")
 
     async def infill(self, request: web.Request) -> web.StreamResponse:
-        body = wire.decode(await request.read(), wire.InfillBody)
+        body = self._body(await request.read(), wire.InfillBody)
         ask = asks.infill_ask(body, self.options())
         return await self._llama_generate(request, body, ask)
 
     async def completion(self, request: web.Request) -> web.StreamResponse:
         """A prompt completed at its end, or as the FIM layout it is written in
         (http_prompts.py); several prompts: a list of answers, as llama-server."""
-        body = wire.decode(await request.read(), wire.CompletionBody)
+        body = self._body(await request.read(), wire.CompletionBody)
         client = slot_key(request, body.id_slot)
         texts = await self._prompt_texts(prompts_of(body.prompt), client)
         llama_asks = asks.completion_asks(body, texts, self.options())
@@ -238,7 +240,7 @@ class FrontDoor:
         return json_response({"object": "list", "data": [entry]})
 
     async def openai_completions(self, request: web.Request) -> web.StreamResponse:
-        body = wire.decode(await request.read(), wire.OpenAICompletionBody)
+        body = self._body(await request.read(), wire.OpenAICompletionBody)
         client = slot_key(request, body.id_slot)
         texts = await self._prompt_texts(prompts_of(body.prompt), client)
         ask = asks.openai_ask(body, texts, self.options())
@@ -302,7 +304,7 @@ class FrontDoor:
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
         """Instruction edits on a selection (llama.vim, llama.vscode), via refactor."""
-        body = wire.decode(await request.read(), wire.ChatBody)
+        body = self._body(await request.read(), wire.ChatBody)
         refactor = asks.chat_ask(body, self.options())
         slot = slot_key(request, body.id_slot)
         ident = wire.new_id("chatcmpl")
@@ -337,6 +339,13 @@ class FrontDoor:
         return stream
 
     # -- service calls ------------------------------------------------------------------
+
+    def _body(self, raw: bytes, kind: type[B]) -> B:
+        """A request's body; the seed it does not name is the option `seed`."""
+        body = wire.decode(raw, kind)
+        if body.seed is not None:
+            return body
+        return msgspec.structs.replace(body, seed=self.options().seed)
 
     def _routed(self, completion: CompletionRequest, client: str) -> CompletionRequest:
         """The request in `client`'s KV slot for its document (SlotRouter)."""

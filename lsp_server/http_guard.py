@@ -7,7 +7,8 @@ OPTIONS preflight is answered at once, without the key (browsers send none with
 it); any other request to a non-public path needs the key when the server has
 one (lsp_server/auth.py), else 401 with llama-server's error body. A request
 that generates then needs a free place in its client's queue (http_limits.py),
-else 503 with Retry-After.
+else 503 with Retry-After, and then holds one of the server's request slots
+(http_slots.SlotPool) until its answer is sent, whatever way it ends.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aiohttp.typedefs import Middleware
 from .auth import key_matches, needs_key, presented_key
 from .http_io import error_response
 from .http_limits import Busy, ClientLimits, peer
+from .http_slots import SlotPool
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +49,8 @@ GENERATING = frozenset(
 )
 
 
-def guard(api_key: str | None, limits: ClientLimits) -> Middleware:
-    """The middleware: preflight, the key (when `api_key` is set), the queue."""
+def guard(api_key: str | None, limits: ClientLimits, pool: SlotPool) -> Middleware:
+    """The middleware: preflight, the key (when `api_key` is set), the queue, a slot."""
 
     @web.middleware
     async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
@@ -67,7 +69,8 @@ def guard(api_key: str | None, limits: ClientLimits) -> Middleware:
             return await handler(request)
         try:
             with limits.admitted(client):
-                return await handler(request)
+                async with pool.slot(client):
+                    return await handler(request)
         except Busy as busy:
             log.warning("busy: %s", busy)
             response = error_response(503, str(busy))

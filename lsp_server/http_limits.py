@@ -39,14 +39,69 @@ class Busy(ApiError):
         self.headers = {"Retry-After": str(RETRY_AFTER_S)}
 
 
+class Rotation:
+    """Up to `capacity` holders at once; the next free place goes to the next
+    client in rotation, not to whoever queued first (all on the event loop)."""
+
+    def __init__(self, capacity: int = 1) -> None:
+        self.capacity = capacity
+        self.held = 0
+        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
+
+    @property
+    def queued(self) -> int:
+        return sum(len(queue) for queue in self._waiting.values())
+
+    @contextlib.asynccontextmanager
+    async def hold(self, client: str) -> AsyncIterator[None]:
+        """Wait for a place for `client`, then hold it."""
+        if self.held >= self.capacity or self._waiting:
+            granted = asyncio.get_running_loop().create_future()
+            self._waiting.setdefault(client, deque()).append(granted)
+            try:
+                await granted  # _pass_on counted it as held
+            except asyncio.CancelledError:
+                if granted.done() and not granted.cancelled():
+                    self._pass_on()  # granted as it was cancelled: the place moves on
+                else:
+                    self._withdraw(client, granted)
+                raise
+        else:
+            self.held += 1
+        try:
+            yield
+        finally:
+            self._pass_on()
+
+    def _pass_on(self) -> None:
+        """Give a freed place to the next client in rotation, or free it."""
+        while self._waiting:
+            client, queue = next(iter(self._waiting.items()))
+            granted = queue.popleft()
+            if queue:
+                self._waiting.move_to_end(client)  # its next request waits a round
+            else:
+                del self._waiting[client]
+            if not granted.done():
+                granted.set_result(None)
+                return
+        self.held -= 1
+
+    def _withdraw(self, client: str, granted: asyncio.Future[None]) -> None:
+        queue = self._waiting.get(client)
+        if queue is not None and granted in queue:
+            queue.remove(granted)
+            if not queue:
+                del self._waiting[client]
+
+
 class ClientLimits:
-    """Admission per client and turns in rotation (all on the event loop)."""
+    """Admission per client and turns at the engine in rotation (on the event loop)."""
 
     def __init__(self, per_client: int = PER_CLIENT) -> None:
         self.per_client = per_client
         self._admitted: dict[str, int] = {}
-        self._waiting: OrderedDict[str, deque[asyncio.Future[None]]] = OrderedDict()
-        self._busy = False
+        self._turns = Rotation(1)
 
     @contextlib.contextmanager
     def admitted(self, client: str) -> Iterator[None]:
@@ -61,44 +116,6 @@ class ClientLimits:
             if not self._admitted[client]:
                 del self._admitted[client]
 
-    @contextlib.asynccontextmanager
-    async def turn(self, client: str) -> AsyncIterator[None]:
+    def turn(self, client: str) -> contextlib.AbstractAsyncContextManager[None]:
         """Wait for `client`'s turn at the engine, then hold it."""
-        if self._busy or self._waiting:
-            granted = asyncio.get_running_loop().create_future()
-            self._waiting.setdefault(client, deque()).append(granted)
-            try:
-                await granted
-            except asyncio.CancelledError:
-                if granted.done() and not granted.cancelled():
-                    self._pass_on()  # granted as it was cancelled: the turn moves on
-                else:
-                    self._withdraw(client, granted)
-                raise
-        else:
-            self._busy = True
-        try:
-            yield
-        finally:
-            self._pass_on()
-
-    def _pass_on(self) -> None:
-        """Give the turn to the next client in rotation, or free it."""
-        while self._waiting:
-            client, queue = next(iter(self._waiting.items()))
-            granted = queue.popleft()
-            if queue:
-                self._waiting.move_to_end(client)  # its next request waits a round
-            else:
-                del self._waiting[client]
-            if not granted.done():
-                granted.set_result(None)
-                return
-        self._busy = False
-
-    def _withdraw(self, client: str, granted: asyncio.Future[None]) -> None:
-        queue = self._waiting.get(client)
-        if queue is not None and granted in queue:
-            queue.remove(granted)
-            if not queue:
-                del self._waiting[client]
+        return self._turns.hold(client)

@@ -1,6 +1,14 @@
-"""Which engine KV slot an HTTP request uses: one per client and document.
+"""HTTP slots: the N request slots llama-server lists, and which engine KV slot a
+request's document uses.
 
-The engine keeps one live KV sequence and saves the others as slots
+SlotPool is llama-server's `--parallel N`: a generating request takes a free
+slot when it arrives (the lowest free id; when none is free it waits, clients in
+rotation) and holds it until its answer is sent, so /slots shows it
+`is_processing` the whole time. The one engine still serves the held slots in
+turns (http_limits.ClientLimits.turn): N slots let N requests be accepted and
+listed at once, not decoded at once.
+
+SlotRouter names the engine KV slot for a request's document. The engine keeps one live KV sequence and saves the others as slots
 (speculator/slots.py); a request names its slot. LSP requests name their
 document. HTTP clients (llama.vim, llama.vscode) do not say which file they are
 in: they send a window of it (`input_prefix`, `prompt`, `input_suffix`). So a
@@ -13,12 +21,16 @@ client address) typing in two files from re-evaluating each other's prompt.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 from collections import OrderedDict
+from collections.abc import AsyncIterator
 
 from msgspec import Struct
 
 from speculator.recent import remember
+
+from .http_limits import Rotation
 
 MAX_DOCUMENTS = 16  # remembered documents, all clients together (least recent go)
 SAME_DOCUMENT = 0.5  # share of distinctive lines two windows of one file have in common
@@ -82,3 +94,29 @@ def distinctive_lines(text: str) -> frozenset[int]:
         for line in text.split("\n")
         if len(stripped := line.strip()) >= MIN_LINE_CHARS
     )
+
+
+class SlotPool:
+    """`n` request slots; a slot is busy from a request's arrival to its answer."""
+
+    def __init__(self, n: int = 1) -> None:
+        self.n = n
+        self.busy: list[bool] = [False] * n
+        self._places = Rotation(n)
+        self._tasks = itertools.count()
+        self.tasks: list[int] = [-1] * n  # the id of each busy slot's request, else -1
+
+    def free(self) -> int:
+        return self.busy.count(False)
+
+    @contextlib.asynccontextmanager
+    async def slot(self, client: str) -> AsyncIterator[int]:
+        """Wait for a free slot for `client` and hold it (released on every exit:
+        an answer, an error, a cancel); yields its id."""
+        async with self._places.hold(client):
+            index = self.busy.index(False)  # a place held means a slot is free
+            self.busy[index], self.tasks[index] = True, next(self._tasks)
+            try:
+                yield index
+            finally:
+                self.busy[index], self.tasks[index] = False, -1

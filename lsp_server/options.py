@@ -24,6 +24,7 @@ T = TypeVar("T", bound=msgspec.Struct)
 
 # The most tokens one request may ask for (maxTokens, refactorMaxTokens, --max-tokens).
 MAX_TOKENS = 8192
+MAX_PARALLEL = 64  # HTTP request slots (httpParallel, --parallel)
 
 
 def _help(text: str, **limits: Any) -> msgspec.Meta:
@@ -147,6 +148,31 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
             "given."
         ),
     ] = "*"
+    http_parallel: Annotated[
+        int,
+        _help(
+            "HTTP request slots (llama-server's --parallel): this many generating requests "
+            "are accepted at once, each listed busy in /slots with nCtx / httpParallel of "
+            "the context; the one engine serves them in turns. More wait for a free slot.",
+            ge=1,
+            le=MAX_PARALLEL,
+        ),
+    ] = 1
+    http_slots: Annotated[
+        bool,
+        _help(
+            "Serve /slots (llama-server's --slots); off (--no-slots): it answers 501, so "
+            "nobody can list or erase another client's requests."
+        ),
+    ] = True
+    seed: Annotated[
+        int,
+        _help(
+            "The sampling seed of an HTTP request that names none (-1: a random one each "
+            "time); it matters above temperature 0 only.",
+            ge=-1,
+        ),
+    ] = 0
     next_edit: Annotated[
         bool,
         _help(

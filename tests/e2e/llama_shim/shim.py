@@ -10,11 +10,11 @@ same default target model, so both are measured through one harness:
 - the model flags (--hf-repo, --hf-file, --model, --model-url, --offline) become
   the default target model (GROUNDSPEC_SHIM_MODEL): the tests' tiny models are
   not downloaded; llama-server gets it as -m, groundspec uses it anyway;
-- for groundspec: --host/--port make --http, --api-key passes on; --temp,
-  --n-predict and --cors-origins become the options temperature, maxTokens and
+- for groundspec: --host/--port make --http; --api-key, --parallel and
+  --no-slots pass on; --ctx-size becomes --n-ctx; --temp, --n-predict, --seed
+  and --cors-origins become the options temperature, maxTokens, seed and
   httpCorsOrigins (a config file in the temporary folder); the other flags
-  (slots, batches, context size, aliases, UI, tools) have no groundspec
-  counterpart and are dropped.
+  (batches, aliases, UI, tools) have no groundspec counterpart and are dropped.
 
 Only the standard library: it runs before any server does. It replaces itself
 with the server (exec), so the tests' terminate() reaches the server.
@@ -70,6 +70,15 @@ def groundspec_command(
     command = [python, "-m", "lsp_server.cli", "serve", "--http", f"{host}:{values['--port']}"]
     if values.get("--api-key"):
         command += ["--api-key", values["--api-key"] or ""]
+    for flag, ours in (
+        ("--parallel", "--parallel"),
+        ("-np", "--parallel"),
+        ("--ctx-size", "--n-ctx"),
+    ):
+        if values.get(flag):
+            command += [ours, values[flag] or ""]
+    if "--no-slots" in values:
+        command.append("--no-slots")
     lines = []
     if values.get("--temp") is not None:
         lines.append(f"temperature = {float(values['--temp'] or 0)}")
@@ -78,6 +87,8 @@ def groundspec_command(
     origins = values.get("--cors-origins") or ("localhost" if "--tools" in values else None)
     if origins:
         lines.append(f"httpCorsOrigins = {json.dumps(origins)}")
+    if values.get("--seed") is not None:
+        lines.append(f"seed = {max(-1, int(values['--seed'] or 0))}")
     n_predict = int(values.get("--n-predict") or 0)
     if n_predict > 0:
         lines.append(f"maxTokens = {n_predict}")
