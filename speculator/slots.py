@@ -44,7 +44,7 @@ _TEMP_FILE = re.compile(r"[0-9a-f]{40}\.tmp\d+")
 
 
 class SessionState(msgspec.Struct):
-    data: bytes  # llama.cpp's sequence state
+    data: bytes | memoryview  # llama.cpp's sequence state (Session.save_state's buffer)
     cells: list[int]
     segments: Segments
 
@@ -146,7 +146,11 @@ class DiskSlots:
         if slot.nbytes > self.limit_bytes:
             return False
         draft = slot.draft
-        payload = slot.target.data + (draft.data if draft else b"")
+        # Written (and hashed) part by part: joining 60 MB into one bytes is a copy.
+        parts = [slot.target.data] + ([draft.data] if draft else [])
+        digest = hashlib.sha256()
+        for part in parts:
+            digest.update(part)
         header = _Header(
             version=FORMAT_VERSION,
             kind=slot.key[0],
@@ -160,14 +164,14 @@ class DiskSlots:
             draft_segments=[(p, len(t)) for p, t in draft.segments] if draft else [],
             draft_bytes=len(draft.data) if draft else 0,
             window_start=slot.window_start,
-            sha256=hashlib.sha256(payload).hexdigest(),
+            sha256=digest.hexdigest(),
             header=slot.header,
             header_line=slot.header_line,
         )
         head = msgspec.json.encode(header)
         path = self.file_for(slot.key)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        size = len(MAGIC) + _HEADER_LEN.size + len(head) + len(payload)
+        size = len(MAGIC) + _HEADER_LEN.size + len(head) + slot.nbytes
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             # Make room first, so the folder stays within its bound while the new
@@ -179,7 +183,8 @@ class DiskSlots:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "wb") as f:
                 f.write(MAGIC + _HEADER_LEN.pack(len(head)) + head)
-                f.write(payload)
+                for part in parts:
+                    f.write(part)
             os.replace(tmp, path)
         except OSError as exc:
             log.warning("could not save a KV slot to %s: %s", path, exc)
@@ -221,15 +226,16 @@ class DiskSlots:
             return None
         with contextlib.suppress(OSError):  # a read-only folder, or another server's trim
             os.utime(path)  # least recently used goes first
+        view = memoryview(payload)  # sliced without copies
         target = SessionState(
-            payload[: header.target_bytes],
+            view[: header.target_bytes],
             header.target_cells,
             _segments(header.target_cells, header.target_segments),
         )
         draft = None
         if header.draft_bytes:
             draft = SessionState(
-                payload[header.target_bytes :],
+                view[header.target_bytes :],
                 header.draft_cells,
                 _segments(header.draft_cells, header.draft_segments),
             )

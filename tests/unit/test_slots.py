@@ -1,12 +1,15 @@
 """Per-document KV slots without a model: the LRU bounds and the slot files."""
 
 import errno
+import hashlib
 import json
 import logging
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 import pytest
 
 from speculator.slots import (
@@ -249,3 +252,67 @@ def test_a_path_that_is_not_utf8_has_a_slot_file(disk: DiskSlots) -> None:
     key = ("completion", "/src/caf\udce9.py")  # os.fsdecode of a Latin-1 name
     assert disk.save(_slot(*key, 100))
     assert disk.load(key) is not None
+
+
+def _buffer_slot(path: str, nbytes: int, fill: int) -> Slot:
+    """A slot whose states are views of uninitialized buffers, as Session.save_state
+    hands them out (no bytes copy on a file switch)."""
+    cells = list(range(10))
+    states = []
+    for n in (nbytes, nbytes // 2):
+        buf = np.empty(n, dtype=np.uint8)
+        buf[:] = fill
+        states.append(SessionState(buf.data[:n], cells, [(0, tuple(cells[:4]))]))
+    return Slot(("completion", path), states[0], states[1], 3)
+
+
+def test_a_slot_of_buffer_views_saves_and_loads_in_the_same_format(disk: DiskSlots) -> None:
+    slot = _buffer_slot("/src/a.py", 500, fill=5)
+    assert disk.save(slot)
+    loaded = disk.load(slot.key)
+    assert loaded is not None and loaded.draft is not None and slot.draft is not None
+    assert bytes(loaded.target.data) == bytes([5]) * 500
+    assert bytes(loaded.draft.data) == bytes([5]) * 250
+    # The checksum is still of the target's bytes then the draft's: files written
+    # before (one joined payload) load, and these load in an older server.
+    data = disk.file_for(slot.key).read_bytes()
+    start = len(MAGIC) + _HEADER_LEN.size
+    (length,) = _HEADER_LEN.unpack(data[len(MAGIC) : start])
+    header = json.loads(data[start : start + length])
+    assert header["sha256"] == hashlib.sha256(bytes([5]) * 750).hexdigest()
+
+
+def test_a_save_that_fails_between_its_parts_keeps_the_slot_saved_before(
+    disk: DiskSlots, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The target's part written, the draft's not (a full disk): the slot file
+    saved before stays, and no partial file is ever read."""
+    assert disk.save(_buffer_slot("/src/a.py", 500, fill=1))
+    import speculator.slots as slots_module
+
+    real_fdopen = os.fdopen
+
+    class FailsOnThirdWrite:
+        def __init__(self, f: Any) -> None:
+            self.f, self.writes = f, 0
+
+        def __enter__(self) -> "FailsOnThirdWrite":
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            self.f.close()
+
+        def write(self, data: Any) -> int:
+            self.writes += 1
+            if self.writes == 3:  # the header, the target, then the draft
+                raise OSError(errno.ENOSPC, "No space left on device")
+            return int(self.f.write(data))
+
+    monkeypatch.setattr(
+        slots_module.os, "fdopen", lambda fd, mode: FailsOnThirdWrite(real_fdopen(fd, mode))
+    )
+    assert not disk.save(_buffer_slot("/src/a.py", 800, fill=2))
+    monkeypatch.undo()
+    loaded = disk.load(("completion", "/src/a.py"))
+    assert loaded is not None and bytes(loaded.target.data) == bytes([1]) * 500
+    assert not list(disk.folder.glob("*.tmp*"))
