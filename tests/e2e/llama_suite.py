@@ -38,15 +38,13 @@ OUT_OF_SCOPE = {
     "test_basic.py::test_load_split_model": "a split GGUF",
     "test_basic.py::test_server_multiple_addresses": "several listen addresses",
     "test_basic.py::test_server_model_aliases_and_tags": "model aliases",
+    "test_basic.py::test_server_models": "model aliases (the model's id is its --alias)",
 }
 
 # Tests llama-server passes that groundspec fails on purpose (docs/http.md says why).
 DELIBERATE = {
-    "test_basic.py::test_server_models": "the model's id is its file name (no --alias)",
-    "test_basic.py::test_server_props": "one engine sequence: total_slots 1, the whole n_ctx",
-    "test_basic.py::test_server_slots": "/slots always served, one slot (no --slots/--no-slots)",
     "test_security.py::test_cors_proxy_only_forwards_explicit_proxy_headers": (
-        "no web UI, so no /cors-proxy for its MCP servers (404)"
+        "no web UI, so no /cors-proxy for its MCP servers: a 501 saying so"
     ),
     "test_security.py::test_openai_library_correct_api_key": (
         "chat completions serve instruction edits only: a plain chat is a 400 saying so"
