@@ -233,6 +233,7 @@ def completion_request(
         top_k=max(0, top_k or 0),
         seed=body.seed or 0,
         workspace_context=options.http_workspace_context,
+        cache_prompt=getattr(body, "cache_prompt", True),  # llama-server's bodies only
         **shaping_fields(body, options),  # n_probs, logit_bias (http_probs.py)
     )
 

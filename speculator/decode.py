@@ -141,7 +141,11 @@ class Decoder:
         record_probs: bool = False,
         shaping: Shaping | None = None,
         stop_loops: bool = True,
+        guarded: bool = True,
     ):
+        # False: no clock-driven loss guard (probes, budgets), so the draft lengths
+        # are the controller's alone (a raw request: generators/reproducible.py).
+        self.guarded = guarded
         self.stop_loops = stop_loops  # False: a repeating output runs on to the limit
         self.record_probs = record_probs  # fill DecodeOutcome.token_probs
         self.shaping = shaping  # a logit bias, n_probs: DecodeOutcome.token_choices
@@ -300,7 +304,7 @@ class Decoder:
         """Ask drafters in order (cheapest first); size the draft by expected gain,
         within what this request can afford to lose (LossGuard), and pad its batch
         to a size the kernels run more cheaply (Controller.verify_rows)."""
-        if self.min_draft == 0 and self.guard.must_probe():
+        if self.min_draft == 0 and self.guarded and self.guard.must_probe():
             return None  # a plain round, to measure t1 under the current load
         self._project_length(history)
         if self.min_draft == 0 and self._affordable(1, 0.0) == 0:
@@ -386,8 +390,8 @@ class Decoder:
 
         Verify costs come from the controller's curve as ratios to a 1-row
         step, times t1 measured in this request: both sides at the same moment."""
-        if self.min_draft > 0:
-            return available  # the user asked for these drafters: no guard
+        if self.min_draft > 0 or not self.guarded:
+            return available  # the user asked for these drafters, or no guard
         budget = self.guard.budget_ms()
         unit = self.guard.t1 / self.controller.cost(1)
         # _past_deadline priced the next round as the last one (after a plain

@@ -151,6 +151,9 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     # Decoding stops once the text holds one of these (llama-server's `stop`); the
     # text keeps it, for the caller to cut and name. Read when ends_at is "limit".
     stop: list[str] = msgspec.field(default_factory=list)
+    # False (llama-server's cache_prompt): a raw prompt is evaluated from an empty KV
+    # cache, in the same batches every time (speculator/generators/reproducible.py).
+    cache_prompt: bool = True
 
 
 class Progress(msgspec.Struct):

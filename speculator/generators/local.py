@@ -43,6 +43,7 @@ from ..types import (
 )
 from ..validate import check_rewrite_fits
 from .progress import reporting, token_ends
+from .reproducible import FixedController, reproducible, sync_raw
 
 if TYPE_CHECKING:
     from ..models import Model
@@ -200,10 +201,12 @@ class LocalGenerator:
     ) -> tuple[SyncResult, Logits, StopRule, list[list[int]]]:
         """Sync the prompt into the KV cache; the stop rule and the lookup corpus."""
         request = job.request
-        # A raw prompt's KV is exact: moved KV would make its answer the model's
-        # only approximately, where a script compares it with llama-server's.
-        shift = self.shift_reuse and request.prompt_format != "raw"
-        sync, logits = self.session.sync(prompt.segments, shift_reuse=shift, cancel=cancel)
+        # A raw prompt's KV is exact (moved KV would make its answer the model's only
+        # approximately) and its batches the same each time (reproducible.py).
+        if reproducible(request):
+            sync, logits = sync_raw(self.session, prompt.segments, request.cache_prompt, cancel)
+        else:
+            sync, logits = self.session.sync(prompt.segments, self.shift_reuse, cancel)
         self._keep_draft_in_step(prompt.segments, request.speculation, cancel)
         stop = job.stop
         if request.on_progress is not None:
@@ -375,8 +378,11 @@ class LocalGenerator:
     ) -> DecodeOutcome:
         prompt = list(self.session.cells)
         speculation = request.speculation
-        controller = self.controllers[kind]
+        fixed = reproducible(request)  # the same shapes for the same request
+        controller = FixedController() if fixed else self.controllers[kind]
         drafters = self._drafters(speculation, corpus, prompt, controller, kind, renames)
+        if fixed and speculation == "auto":
+            drafters = [d for d in drafters if not isinstance(d, DraftModelDrafter)]
         params = SamplingParams(request.temperature, request.top_p, request.top_k, request.seed)
         decoder = Decoder(
             self.session,
@@ -393,6 +399,7 @@ class LocalGenerator:
             shaping=Shaping.of(request, self.target),
             # Ending at the limit, as llama-server's answers end, a loop runs on too.
             stop_loops=not (isinstance(request, CompletionRequest) and request.ends_at == "limit"),
+            guarded=not fixed,
         )
         try:
             outcome = decoder.run(
