@@ -45,6 +45,7 @@ from .load import CpuLoad
 KEY_GAP_S = 0.05  # between two typed characters
 TYPED = "x = "
 QUICK_MAX_PROMPT = 300  # a prompt this short is the quick window's (192 tokens by default)
+CACHE_ENTRIES = 16  # the cacheEntries option's default
 # speculator/kv_slots.py's line for entering a document's KV.
 ENTERED = re.compile(
     r"entered the completion KV of .*: live KV saved in ([\d.]+) ms, restored in ([\d.]+) ms"
@@ -182,6 +183,11 @@ def set_back(server: Server, doc: OpenFile, to: OpenFile) -> None:
         {"textDocument": {"uri": doc.uri, "version": doc.version}, "contentChanges": [change]},
     )
     doc.text, doc.line_start, doc.cursor = to.text, to.line_start, to.cursor
+    # The typed-ahead cache would answer a replayed completion from the first
+    # time it was made: a new cacheEntries value empties it (then the default again).
+    for entries in (CACHE_ENTRIES + 1, CACHE_ENTRIES):
+        settings = {"groundspec": {"cacheEntries": entries}}
+        server.notify("workspace/didChangeConfiguration", {"settings": settings})
 
 
 def complete(server: Server, doc: OpenFile, label: str) -> Sample:
@@ -237,7 +243,11 @@ def settle(server: Server, since: float, timeout_s: float = 180.0) -> float:
     file); seconds since `since`."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if any(m == "Cache warm" for _, kind, m in warm_events(server, since) if kind == "end"):
+        # A warm-up that began after `since`: the end of one running before it
+        # (cancelled by the change, but it may still say "Cache warm") is not it.
+        events = [(kind, m) for _, kind, m in warm_events(server, since)]
+        began = next((i for i, (kind, _) in enumerate(events) if kind == "begin"), None)
+        if began is not None and ("end", "Cache warm") in events[began:]:
             break
         time.sleep(0.2)
     return time.perf_counter() - since

@@ -42,7 +42,10 @@ def test_set_back_deletes_exactly_the_lines_typed_since(
     server.sent.clear()
     set_back(server, doc, first)
     assert (doc.text, doc.line_start, doc.cursor) == (first.text, first.line_start, first.cursor)
-    [(method, params)] = server.sent
+    (method, params), *settings = server.sent
+    # and the typed-ahead cache emptied, so the replay computes its completions
+    assert [m for m, _ in settings] == ["workspace/didChangeConfiguration"] * 2
+    assert settings[-1][1] == {"settings": {"groundspec": {"cacheEntries": 16}}}
     change = params["contentChanges"][0]
     # One ranged deletion where the lines were typed: the server's cursor stays there.
     assert method == "textDocument/didChange" and change["text"] == ""
