@@ -364,14 +364,16 @@ class Session:
 
     # -- saved state (per-document slots, speculator/slots.py) -----------------
 
-    def save_state(self) -> memoryview:
-        """Sequence 0's KV in llama.cpp's own format: a copy of 20-50 MB.
+    def save_state(self, spare: npt.NDArray[np.uint8] | None = None) -> memoryview:
+        """Sequence 0's KV in llama.cpp's own format: a copy of 20-50 MB, written
+        into `spare` (a buffer of a state restored before) when it fits.
 
-        Written into an uninitialized buffer and kept as it is: a zeroed ctypes
-        array and a `bytes` copy of it cost 30 ms each for a 43 MB state on the
-        2-core machine, ten times llama.cpp's own copy (issue 63: a file switch)."""
+        Into a buffer as it is: a zeroed ctypes array and a `bytes` copy of it
+        cost 30 ms each for a 43 MB state on the 2-core machine, ten times
+        llama.cpp's own copy; and a new buffer's first write costs 20-100 ms of
+        page faults there, a reused one's 6 ms (issue 63: a file switch)."""
         size = llama_cpp.llama_state_seq_get_size(self.ctx, 0)
-        buf = np.empty(size, dtype=np.uint8)
+        buf = state_buffer(size, spare)
         written = llama_cpp.llama_state_seq_get_data(self.ctx, _uint8_ptr(buf), size, 0)
         return buf.data[:written]
 
@@ -435,6 +437,20 @@ class Session:
             ctypes.cast(ptr, ctypes.POINTER(ctypes.c_float)), shape=(self.n_vocab,)
         )
         return arr.copy()
+
+
+# A new state buffer has this much more room (a quarter): the document's next
+# save, some tokens longer, or a somewhat longer document's, fits in it.
+STATE_HEADROOM = 4
+
+
+def state_buffer(size: int, spare: npt.NDArray[np.uint8] | None) -> npt.NDArray[np.uint8]:
+    """A buffer for a state of `size` bytes: `spare` when it fits and wastes no
+    more than twice the headroom, else a new one (uninitialized: llama.cpp
+    writes it) with headroom."""
+    if spare is not None and size <= spare.nbytes <= size + 2 * (size // STATE_HEADROOM):
+        return spare
+    return np.empty(size + size // STATE_HEADROOM, dtype=np.uint8)
 
 
 def _uint8_ptr(array: npt.NDArray[np.uint8]) -> Any:

@@ -48,6 +48,13 @@ class SessionState(msgspec.Struct):
     cells: list[int]
     segments: Segments
 
+    @property
+    def held_bytes(self) -> int:
+        """The memory it keeps: its whole buffer (Session.save_state leaves room
+        in it), or its bytes."""
+        base = self.data.obj if isinstance(self.data, memoryview) else self.data
+        return int(getattr(base, "nbytes", len(self.data)))
+
 
 class Slot(msgspec.Struct):
     key: SlotKey
@@ -62,6 +69,12 @@ class Slot(msgspec.Struct):
 
     @property
     def nbytes(self) -> int:
+        """The memory it holds (the RAM bound counts this)."""
+        return self.target.held_bytes + (self.draft.held_bytes if self.draft else 0)
+
+    @property
+    def payload_bytes(self) -> int:
+        """The states' bytes (what a slot file holds)."""
         return len(self.target.data) + (len(self.draft.data) if self.draft else 0)
 
 
@@ -143,7 +156,7 @@ class DiskSlots:
 
     def save(self, slot: Slot) -> bool:
         """Write the slot (mode 0600, atomically); False with a log line on failure."""
-        if slot.nbytes > self.limit_bytes:
+        if slot.payload_bytes > self.limit_bytes:
             return False
         draft = slot.draft
         # Written (and hashed) part by part: joining 60 MB into one bytes is a copy.
@@ -171,7 +184,7 @@ class DiskSlots:
         head = msgspec.json.encode(header)
         path = self.file_for(slot.key)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
-        size = len(MAGIC) + _HEADER_LEN.size + len(head) + slot.nbytes
+        size = len(MAGIC) + _HEADER_LEN.size + len(head) + slot.payload_bytes
         try:
             self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             # Make room first, so the folder stays within its bound while the new

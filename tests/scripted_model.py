@@ -97,7 +97,7 @@ class ScriptedSession:
     def trim(self, n: int) -> None:
         del self.cells[n:]
 
-    def save_state(self) -> bytes:
+    def save_state(self, spare: Any = None) -> bytes:
         return b""
 
     def restore_state(self, data: Any, cells: list[int], segments: Any) -> bool:

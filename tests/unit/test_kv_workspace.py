@@ -66,7 +66,7 @@ class Session(ScriptedSession):
             at += len(segment)
         return synced, logits
 
-    def save_state(self) -> bytes:
+    def save_state(self, spare: Any = None) -> bytes:
         return b"state"
 
     def restore_state(self, data: Any, cells: list[int], segments: Any) -> bool:
