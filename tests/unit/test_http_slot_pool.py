@@ -206,3 +206,17 @@ async def test_cors_proxy_is_a_clear_501_not_a_404() -> None:
             async with http.get(url + "/cors-proxy?url=http://127.0.0.1:1/x") as response:
                 body = await response.json()
     assert response.status == 501 and "no web UI" in body["error"]["message"]
+
+
+def test_parallel_and_no_slots_flags_set_the_options() -> None:
+    from lsp_server.cli import build_parser
+    from lsp_server.cli_common import UsageError
+    from lsp_server.cli_serve import http_flags
+
+    args = build_parser().parse_args(["serve", "--http", "8012", "-np", "4", "--no-slots"])
+    options = http_flags(ServerOptions(), args)
+    assert (options.http_parallel, options.http_slots) == (4, False)
+    args = build_parser().parse_args(["serve", "--http", "8012"])
+    assert http_flags(OPTIONS, args) == OPTIONS  # the config file's stand
+    with pytest.raises(UsageError, match="--parallel takes 1 to 64"):
+        http_flags(ServerOptions(), build_parser().parse_args(["serve", "--parallel", "0"]))
