@@ -36,6 +36,7 @@ from speculator.types import (
 from . import http_asks as asks
 from . import http_guard
 from . import http_wire as wire
+from .http_chat import answer_chat
 from .http_io import (
     MAX_BODY_BYTES,
     ApiError,
@@ -303,8 +304,11 @@ class FrontDoor:
         return await self._sample(asks.nth_sample(completion, j), client, ask.stops, 0, send)
 
     async def chat_completions(self, request: web.Request) -> web.StreamResponse:
-        """Instruction edits on a selection (llama.vim, llama.vscode), via refactor."""
+        """Instruction edits on a selection (llama.vim, llama.vscode), via refactor; a
+        plain chat with the model's chat template (http_chat.py)."""
         body = self._body(await request.read(), wire.ChatBody)
+        if wire.find_edit(body.messages) is None:
+            return await answer_chat(self, request, body)
         refactor = asks.chat_ask(body, self.options())
         slot = slot_key(request, body.id_slot)
         ident = wire.new_id("chatcmpl")

@@ -22,7 +22,7 @@ from .http_probs import shaping_fields
 from .options import ServerOptions
 
 T = TypeVar("T")
-SamplingBody = wire.InfillBody | wire.CompletionBody | wire.OpenAICompletionBody
+SamplingBody = wire.InfillBody | wire.CompletionBody | wire.OpenAICompletionBody | wire.ChatBody
 
 
 class Source(msgspec.Struct, frozen=True):

@@ -64,7 +64,7 @@ def shaping_fields(body: Any, options: ServerOptions) -> dict[str, Any]:
     post_sampling_probs and logit_bias; refused (400) on a remote backend, whose
     server samples the tokens itself, rather than silently ignored."""
     n_probs = max(0, int(getattr(body, "n_probs", 0) or getattr(body, "logprobs", 0) or 0))
-    bias = bias_entries(body.logit_bias)
+    bias = bias_entries(getattr(body, "logit_bias", None))  # a chat body has none
     if (n_probs or bias) and options.engine.backend != "local":
         raise BadRequest(
             f"n_probs and logit_bias need groundspec's local engine; the {options.engine.backend} "

@@ -207,19 +207,22 @@ _NUMBERED = re.compile(r"^\d+: ?", re.MULTILINE)
 _FENCE = re.compile(r"```[^\n]*\n(?P<code>.*?)```", re.DOTALL)
 
 
-def edit_ask(messages: list[ChatMessage]) -> EditAsk:
-    """Find the selection and the instruction in the last user message."""
+def find_edit(messages: list[ChatMessage]) -> EditAsk | None:
+    """The instruction edit the last user message asks for (llama.vscode's or
+    llama.vim's edit prompt, or a ``` block with the instruction), or None: a
+    plain chat."""
     users = [m for m in messages if m.role == "user"]
     if not users:
-        raise BadRequest("messages has no user message")
+        return None
     message = users[-1].text()
-    ask = _vscode_edit(message) or _vim_edit(message) or _fenced_edit(message)
+    return _vscode_edit(message) or _vim_edit(message) or _fenced_edit(message)
+
+
+def edit_ask(messages: list[ChatMessage]) -> EditAsk:
+    """The edit in the last user message (find_edit), with its instruction."""
+    ask = find_edit(messages)
     if ask is None:
-        raise BadRequest(
-            "groundspec serves chat completions for instruction edits only: send the code "
-            "selection in a ``` block (or llama.vim's / llama.vscode's edit prompt) with the "
-            "instruction"
-        )
+        raise BadRequest("the messages ask for no instruction edit")
     if not ask.instruction.strip():
         raise BadRequest("the edit request has no instruction")
     return ask

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import llama_cpp
 import llama_cpp._logger  # noqa: F401  (installs its own callback on import; ours replaces it)
+from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
 from . import provision
 from .types import EngineError
@@ -106,6 +107,23 @@ class Model:
         if len(ids) != 1:
             raise EngineError(f"{self.path.name} has no special token {text}")
         return ids[0]
+
+    def chat_template(self) -> str | None:
+        """The GGUF's own chat template (tokenizer.chat_template), if it has one."""
+        template = llama_cpp.llama_model_chat_template(self.model, None)
+        return template.decode("utf-8") if template else None
+
+    def format_chat(self, messages: list[dict[str, str]]) -> str | None:
+        """The chat rendered with the model's template as llama-cpp-python renders it
+        (Jinja2ChatFormatter: the template's own bos/eos texts, the assistant's turn
+        opened), or None without a template."""
+        template = self.chat_template()
+        if template is None:
+            return None
+        specials = (llama_cpp.llama_vocab_bos(self.vocab), llama_cpp.llama_vocab_eos(self.vocab))
+        bos, eos = (self.token_bytes(t, special=True).decode() if t >= 0 else "" for t in specials)
+        formatter = Jinja2ChatFormatter(template, eos_token=eos, bos_token=bos)
+        return formatter(messages=messages).prompt  # type: ignore[arg-type]
 
     def is_end_of_generation(self, token: int) -> bool:
         return bool(llama_cpp.llama_vocab_is_eog(self.vocab, token))

@@ -312,14 +312,32 @@ async def test_llama_vim_instruct_edit_rewrites_only_the_selected_block(
     assert answer == "# Add explanatory comments.\n    return a + b\n"
 
 
-async def test_chat_without_a_selection_is_refused_clearly(
+async def test_a_plain_chat_is_answered_with_the_chat_template(
     server: Served, http: aiohttp.ClientSession
 ) -> None:
-    request = {"messages": [{"role": "user", "content": "hello, how are you?"}]}
+    # No edit asked: the chat (ChatML without the model's template) is completed raw.
+    request = {"messages": [{"role": "user", "content": "hello, how are you?"}], "max_tokens": 5}
     status, raw = await post(http, server.url + "/v1/chat/completions", request)
-    assert status == 400
-    error = json.loads(raw)["error"]
-    assert error["type"] == "invalid_request_error" and "instruction edits" in error["message"]
+    assert status == 200
+    body = json.loads(raw)
+    assert body["object"] == "chat.completion"
+    choice = body["choices"][0]
+    assert choice["message"] == {"role": "assistant", "content": FAKE_TEXT[:5]}
+    assert choice["finish_reason"] == "length"
+    prompt = "<|im_start|>user\nhello, how are you?<|im_end|>\n<|im_start|>assistant\n"
+    assert body["usage"]["prompt_tokens"] == len(prompt)  # the fake counts characters
+
+
+async def test_a_plain_chat_streams_its_tokens(server: Served, http: aiohttp.ClientSession) -> None:
+    request = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+    async with http.post(server.url + "/v1/chat/completions", json=request) as response:
+        assert response.status == 200
+        raw = (await response.read()).decode()
+    events = [json.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: {")]
+    deltas = [e["choices"][0]["delta"] for e in events]
+    assert deltas[0] == {"role": "assistant", "content": None}
+    assert "".join(d.get("content") or "" for d in deltas) == FAKE_TEXT
+    assert events[-1]["choices"][0]["finish_reason"] == "stop" and raw.rstrip().endswith("[DONE]")
 
 
 # -- the OpenAI Python client -----------------------------------------------------------

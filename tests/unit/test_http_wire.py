@@ -12,6 +12,7 @@ from lsp_server.http_wire import (
     InfillBody,
     decode,
     edit_ask,
+    find_edit,
     finish,
     guess_language,
     nested_fields,
@@ -122,7 +123,8 @@ def test_edit_from_a_fenced_block_and_refusals() -> None:
     assert (ask.instruction, ask.text) == ("Add types:", "def f(x): pass\n")
     with pytest.raises(BadRequest, match="no instruction"):
         edit_ask(_user("```\ncode\n```"))
-    with pytest.raises(BadRequest, match="no user message"):
-        edit_ask([ChatMessage("system", "hi")])
-    with pytest.raises(BadRequest, match="instruction edits"):
+    # Anything else is a plain chat (lsp_server/http_chat.py).
+    assert find_edit([ChatMessage("system", "hi")]) is None
+    assert find_edit(_user("what is 2 + 2?")) is None
+    with pytest.raises(BadRequest, match="no instruction edit"):
         edit_ask(_user("what is 2 + 2?"))
