@@ -1,7 +1,7 @@
 """A raw Qwen FIM prompt, as Zed (`prompt_format: qwen`), minuet and Continue send it,
 on the real default model (marked `model`; run under the model lock): groundspec reads
-the special tokens as llama-server does and answers the start of llama-server's
-completion, up to where a suggestion ends."""
+the special tokens as llama-server does, evaluates the same prompt tokens and answers
+what llama-server answers, to max_tokens."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 import aiohttp
 import httpx
@@ -25,26 +26,37 @@ RAW_FIM = "<|fim_prefix|>def add(a, b):\n    return <|fim_suffix|>\n<|fim_middle
 REQUEST = {"prompt": RAW_FIM, "max_tokens": 16, "temperature": 0}
 
 
-async def groundspec_answer() -> tuple[str, int]:
-    """The completion's text, and how many tokens /tokenize makes of the prompt."""
+class Answer(NamedTuple):
+    text: str
+    prompt_tokens: list[int]  # /tokenize's, special tokens parsed
+    usage: dict[str, int]  # the answer's counts: the prompt it evaluated, what it generated
+
+
+async def groundspec_answer() -> Answer:
     async with serve_http(fake=False, GROUNDSPEC_FAKE_ENGINE="0") as served:
         async with aiohttp.ClientSession() as http:
             async with http.post(served.url + "/v1/completions", json=REQUEST) as response:
                 assert response.status == 200
-                text = (await response.json())["choices"][0]["text"]
+                body = await response.json()
             async with http.post(served.url + "/tokenize", json={"content": RAW_FIM}) as response:
                 tokens = (await response.json())["tokens"]
-    return text, len(tokens)
+    return Answer(body["choices"][0]["text"], tokens, usage_counts(body))
+
+
+def usage_counts(body: dict[str, Any]) -> dict[str, int]:
+    return {k: body["usage"][k] for k in ("prompt_tokens", "completion_tokens")}
 
 
 async def test_a_raw_fim_prompt_gets_a_fim_completion() -> None:
-    text, n_tokens = await groundspec_answer()
-    assert text.strip() == "a + b"
-    # The three markers are one token each, as llama-server reads them (49 as text).
-    assert n_tokens < 20
+    answer = await groundspec_answer()
+    assert answer.text.startswith("a + b")
+    # The three markers are one token each, as llama-server reads them (49 as text),
+    # and the prompt evaluated is those tokens, nothing added.
+    assert len(answer.prompt_tokens) < 20
+    assert answer.usage["prompt_tokens"] == len(answer.prompt_tokens)
 
 
-def llama_server_answer(binary: Path, model: Path) -> str:
+def llama_server_answer(binary: Path, model: Path) -> Answer:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
@@ -66,7 +78,9 @@ def llama_server_answer(binary: Path, model: Path) -> str:
                 pass
             time.sleep(0.2)
         answer = httpx.post(url + "/v1/completions", json=REQUEST, timeout=120).json()
-        return str(answer["choices"][0]["text"])
+        asked = {"content": RAW_FIM, "parse_special": True}
+        tokens = httpx.post(url + "/tokenize", json=asked, timeout=30).json()["tokens"]
+        return Answer(str(answer["choices"][0]["text"]), tokens, usage_counts(answer))
     finally:
         process.kill()
         process.wait(timeout=10)
@@ -83,8 +97,7 @@ async def test_the_same_completion_as_llama_server() -> None:
     if not model.exists():
         pytest.skip(f"the default target model is missing ({model}): run `groundspec models fetch`")
     theirs = llama_server_answer(binary, model)
-    ours, _ = await groundspec_answer()
-    # The same model reading the same tokens: llama-server runs on to max_tokens
-    # ("a + b\n\ndef subtract(a, b): ..."), groundspec stops where a suggestion ends
-    # (its post-processing, docs/http.md): its text is the start of llama-server's.
-    assert ours == "a + b" and theirs.startswith(ours), (ours, theirs)
+    ours = await groundspec_answer()
+    # The same model reading the same tokens, to the same limit: the same answer
+    # ("a + b\n\ndef subtract(a, b): ..."), token for token.
+    assert ours == theirs, (ours, theirs)
