@@ -46,17 +46,6 @@ DELIBERATE = {
     "test_security.py::test_cors_proxy_only_forwards_explicit_proxy_headers": (
         "no web UI, so no /cors-proxy for its MCP servers: a 501 saying so"
     ),
-    "test_security.py::test_openai_library_correct_api_key": (
-        "chat completions serve instruction edits only: a plain chat is a 400 saying so"
-    ),
-    # A completion ends where the suggestion ends (the line, or the block), not at
-    # n_predict: these want n_predict tokens, or 10 characters of prose sampled at 1.0.
-    **{
-        f"test_completion.py::test_completion_unified[256-4-n_predict_vals{i}-expected_success{i}]": (
-            "a completion ends where the suggestion ends, before n_predict"
-        )
-        for i in range(4)
-    },
 }
 
 # Tests llama-server passes that groundspec does not yet: not asserted, reported.
