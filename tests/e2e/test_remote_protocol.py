@@ -408,6 +408,21 @@ def test_openai_sends_the_raw_fim_prompt(fake: tuple[Fake, str]) -> None:
     assert (result.stats.prompt_tokens, result.stats.reused_prompt_tokens) == (50, 48)
 
 
+@pytest.mark.parametrize("backend", ["llama-server", "openai"])
+def test_a_raw_prompt_goes_to_the_server_as_sent(fake: tuple[Fake, str], backend: Backend) -> None:
+    # The text is the prompt (no FIM layout built around a cursor), with no new-line
+    # stop: a raw answer ends as the server's own does.
+    state, url = fake
+    engine = load_remote(EngineConfig(backend=backend, backend_url=url))
+    raw = "<|fim_prefix|>def f():\n    return <|fim_suffix|>\n<|fim_middle|>"
+    request = CompletionRequest(
+        text=raw, cursor=len(raw), prompt_format="raw", ends_at="limit", max_tokens=8
+    )
+    engine.complete(request)
+    body = posts(state)[-1]
+    assert body["prompt"] == raw and "stop" not in body
+
+
 def test_openai_usage_maps_to_stats(fake: tuple[Fake, str]) -> None:
     state, url = fake
     state.pieces = ["w * h * d"]
