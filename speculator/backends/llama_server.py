@@ -106,7 +106,7 @@ class LlamaServerEngine(RemoteEngine):
             "prompt": context.raw_prompt,
             "n_predict": n_predict,
             **_sampling(request.temperature, request.top_p, request.top_k, request.seed),
-            **_cache_fields(),
+            **_cache_fields(request.cache_prompt),
         }
 
     def _run(
@@ -119,8 +119,11 @@ class LlamaServerEngine(RemoteEngine):
         return generation
 
 
-def _cache_fields() -> dict[str, Any]:
-    return {"cache_prompt": True, "n_cache_reuse": N_CACHE_REUSE, "timings_per_token": True}
+def _cache_fields(cache_prompt: bool = True) -> dict[str, Any]:
+    """The server's prompt cache on (its KV reused and shifted), unless the request
+    asked for a cold prompt (llama-server's own cache_prompt: false)."""
+    reuse = {"n_cache_reuse": N_CACHE_REUSE} if cache_prompt else {}
+    return {"cache_prompt": cache_prompt, **reuse, "timings_per_token": True}
 
 
 def _sampling(temperature: float, top_p: float, top_k: int, seed: int) -> dict[str, Any]:

@@ -421,6 +421,10 @@ def test_a_raw_prompt_goes_to_the_server_as_sent(fake: tuple[Fake, str], backend
     engine.complete(request)
     body = posts(state)[-1]
     assert body["prompt"] == raw and "stop" not in body
+    if backend == "llama-server":  # its own prompt cache, as the request asks
+        assert body["cache_prompt"] is True
+        engine.complete(msgspec.structs.replace(request, cache_prompt=False))
+        assert posts(state)[-1]["cache_prompt"] is False
 
 
 def test_openai_usage_maps_to_stats(fake: tuple[Fake, str]) -> None:
