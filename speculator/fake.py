@@ -118,9 +118,10 @@ class FakeEngine:
 
     def _rewrite(self, job: RewriteJob, cancel: CancelToken | None = None) -> Rewrite:
         """A next edit's rewrite: the job's draft (the window with the last edit
-        carried on), each character a "token" of probability `rewrite_confidence`."""
+        carried on), each character a "token" of probability `rewrite_confidence`,
+        ended by the job's stop rule as the real decoder ends it."""
         started = time.perf_counter()
-        text, _ = self._generate(job.draft, cancel)
+        text, _ = self._generate(job.draft, cancel, stop=job.stop)
         trace = TokenTrace(list(range(1, len(text) + 1)), [self.rewrite_confidence] * len(text))
         stats = self._stats(job.prompt, text, started, job.speculation)
         self._totals.record(stats)
@@ -152,9 +153,11 @@ class FakeEngine:
         cancel: CancelToken | None,
         max_ms: float = 0.0,
         report: Callable[[str], None] | None = None,
+        stop: Callable[[str], int | None] | None = None,
     ) -> tuple[str, bool]:
         """`text` one character ("token") at a time; (text, stopped by `max_ms`):
-        like the real decode loop, a time limit stops at a generated new line."""
+        like the real decode loop, a time limit stops at a generated new line, and a
+        stop rule (asked after each token) cuts where it says."""
         started = time.perf_counter()
         for i, char in enumerate(text):
             if cancel is not None and cancel.cancelled:
@@ -164,6 +167,8 @@ class FakeEngine:
                 time.sleep(self.delay_ms_per_token / 1000)
             if report is not None:
                 report(text[: i + 1])
+            if stop is not None and (cut := stop(text[: i + 1])) is not None:
+                return text[:cut], False
             if max_ms > 0 and char == "\n" and (time.perf_counter() - started) * 1000 > max_ms:
                 return text[: i + 1], True
         return text, False

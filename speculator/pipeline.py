@@ -289,7 +289,7 @@ def prepare_next_edit(
         "",
         prompt.text,
         prompt.stop_text,
-        prompt.stop,
+        plan.job.stop,  # the prompt's end, or the rejoin rule's (next_edit/rejoin.py)
         Limits.none(started),
         expected=plan.job.draft,
         slot_kind="next-edit",

@@ -18,6 +18,7 @@ from .draft import draft_window
 from .occurrences import occurrence_lines, removed_names, target_window
 from .prompts import CURSOR_MARKER, PROMPT_FORMATS, Prompt, PromptInput, build_prompt
 from .proposal import MIN_CONFIDENCE, Candidate, TextEdit, TokenTrace, candidates, choose
+from .rejoin import RejoinStop, first_stop
 from .window import Hunk, Window, edited_lines, hunk_of, recent_hunks
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class Plan:
     prompt: Prompt
     job: RewriteJob
     user_lines: tuple[int, int] | None  # window lines of the user's last edit
+    rejoin: RejoinStop  # ends the rewrite after its first change that fits (rejoin.py)
 
 
 def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan | None:
@@ -113,15 +115,16 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         original_window=_original_window(request.text, request.edits, window),
     )
     prompt = build_prompt(request.prompt_format, given)
+    rejoin = RejoinStop(window, user_lines)
     job = RewriteJob(
         prompt=prompt.text,
         draft=draft,
-        stop=prompt.stop,
+        stop=first_stop(prompt.stop, rejoin),
         max_tokens=(count_tokens or len(window.text) // 3 + 1) + REWRITE_MARGIN_TOKENS,
         speculation=request.speculation,
         slot=f"next-edit:{request.path}",
     )
-    return Plan(window, prompt, job, user_lines)
+    return Plan(window, prompt, job, user_lines, rejoin)
 
 
 def finish(
@@ -131,8 +134,10 @@ def finish(
     as candidates; the most confident one that passes proposal.choose."""
     if not rewrite.finished:
         return NextEditResult([], rewrite.stats, reason="the rewrite did not finish")
+    # An answer the rejoin rule cut: the window's unwritten rest is unchanged.
+    rest = plan.rejoin.rest(rewrite.text)
     answer, trace = _without_marker(rewrite.text, rewrite.trace)
-    rewritten = plan.prompt.rewritten(answer, plan.window)
+    rewritten = plan.prompt.rewritten(answer, plan.window) if rest is None else answer + rest
     found = candidates(plan.window, rewritten, trace)
     if draft is not None:
         # Only the draft's first change: the tokens of a later one were scored

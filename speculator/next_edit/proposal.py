@@ -101,17 +101,19 @@ def choose(
     min_confidence: float = MIN_CONFIDENCE,
 ) -> Candidate | None:
     """The edit to propose (see the module's docstring), or None."""
-    window_lines = window.text.count("\n") + (0 if window.text.endswith("\n") else 1)
-    kept = []
-    for cand in found:
-        if user_lines is not None and _overlaps(cand, user_lines):
-            continue
-        if not window.at_end_of_file and cand.end_line >= window_lines:
-            continue
-        if cand.confidence < min_confidence or cand.whitespace_only:
-            continue
-        kept.append(cand)
+    kept = [c for c in found if c.confidence >= min_confidence and fits(window, c, user_lines)]
     return max(kept, key=lambda c: c.confidence, default=None)
+
+
+def fits(window: Window, cand: Candidate, user_lines: tuple[int, int] | None) -> bool:
+    """The structural rules, all but the confidence bar: not on the user's lines,
+    not a cut at the window's end, not only whitespace."""
+    if user_lines is not None and _overlaps(cand, user_lines):
+        return False
+    window_lines = window.text.count("\n") + (0 if window.text.endswith("\n") else 1)
+    if not window.at_end_of_file and cand.end_line >= window_lines:
+        return False
+    return not cand.whitespace_only
 
 
 def _overlaps(cand: Candidate, lines: tuple[int, int]) -> bool:
