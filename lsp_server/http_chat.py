@@ -51,6 +51,14 @@ class Door(Protocol):
 
 
 def messages_of(body: wire.ChatBody) -> list[dict[str, str]]:
+    """The messages as the template takes them; media parts are refused, as
+    llama-server refuses them without a multimodal projector."""
+    for message in body.messages:
+        parts = message.content if isinstance(message.content, list) else []
+        if any(part.type != "text" for part in parts):
+            raise wire.BadRequest(
+                "image and audio input is not supported: groundspec's models read text only"
+            )
     return [{"role": m.role, "content": m.text()} for m in body.messages]
 
 

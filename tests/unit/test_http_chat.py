@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import msgspec
+import pytest
 
 from lsp_server.http_chat import chat_prompt, chat_request, chatml, messages_of
-from lsp_server.http_wire import ChatBody
+from lsp_server.http_wire import BadRequest, ChatBody
 from lsp_server.options import ServerOptions
 from speculator.fake import FakeEngine
 
@@ -54,3 +55,13 @@ def test_a_chat_is_a_raw_completion_to_the_end() -> None:
     assert completion.max_tokens == OPTIONS.refactor_max_tokens and completion.seed == 3
     asked = msgspec.structs.replace(body, max_tokens=10)
     assert chat_request(asked, "PROMPT", OPTIONS).max_tokens == 10
+
+
+def test_media_in_a_chat_is_refused() -> None:
+    image = {"type": "image_url", "image_url": {"url": "file://a.jpeg"}}
+    content = [{"type": "text", "text": "what is this?"}, image]
+    body = msgspec.convert({"messages": [{"role": "user", "content": content}]}, ChatBody)
+    with pytest.raises(BadRequest, match="text only"):
+        messages_of(body)
+    text_only = {"messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
+    assert messages_of(msgspec.convert(text_only, ChatBody)) == [{"role": "user", "content": "hi"}]
