@@ -42,17 +42,25 @@ StopRule = Callable[[str], int | None]
 
 
 class SamplingParams:
-    __slots__ = ("temperature", "top_p", "top_k", "rng")
+    __slots__ = ("temperature", "top_p", "top_k", "min_p", "rng")
 
     # Below this a temperature is greedy: logits divided by a subnormal one overflow
     # to inf and the probabilities to NaN, and at 1e-6 a gap of a millionth of a
     # logit already decides the token.
     MIN_TEMPERATURE = 1e-6
 
-    def __init__(self, temperature: float = 0.0, top_p: float = 1.0, top_k: int = 0, seed: int = 0):
+    def __init__(
+        self,
+        temperature: float = 0.0,
+        top_p: float = 1.0,
+        top_k: int = 0,
+        seed: int = 0,
+        min_p: float = 0.0,
+    ):
         self.temperature = temperature
         self.top_p = top_p
         self.top_k = top_k
+        self.min_p = min_p
         # A negative seed asks for a random one (llama-server's -1).
         self.rng = np.random.default_rng(seed if seed >= 0 else None)
 
@@ -62,23 +70,31 @@ class SamplingParams:
 
 
 def target_probs(logits: np.ndarray, params: SamplingParams) -> np.ndarray:
-    """The target's sampling distribution p after temperature, top-k and top-p."""
-    z = logits.astype(np.float64) / params.temperature
+    """The target's sampling distribution p, by llama.cpp's default chain: top-k, then
+    top-p and min-p on the untempered distribution, then the temperature over the
+    tokens left (so a temperature never changes which tokens may be drawn)."""
+    z = logits.astype(np.float64)
+    keep = np.ones(z.size, dtype=bool)
     if 0 < params.top_k < z.size:
-        kth = np.partition(z, -params.top_k)[-params.top_k]
-        z = np.where(z >= kth, z, -np.inf)
-    z -= z.max()
-    p = np.exp(z)
-    p /= p.sum()
-    if params.top_p < 1.0:
-        order = np.argsort(-p)
-        cumulative = np.cumsum(p[order])
-        cut = int(np.searchsorted(cumulative, params.top_p)) + 1
-        mask = np.zeros_like(p)
-        mask[order[:cut]] = 1.0
-        p *= mask
-        p /= p.sum()
-    return p
+        keep &= z >= np.partition(z, -params.top_k)[-params.top_k]
+    if params.top_p < 1.0 or params.min_p > 0.0:
+        p = _masked_softmax(z, keep)
+        if params.top_p < 1.0:
+            order = np.argsort(-p, kind="stable")
+            cut = int(np.searchsorted(np.cumsum(p[order]), params.top_p)) + 1
+            top = np.zeros_like(keep)
+            top[order[:cut]] = True
+            keep &= top
+        if params.min_p > 0.0:
+            keep &= p >= params.min_p * p.max()
+    return _masked_softmax(z / params.temperature, keep)
+
+
+def _masked_softmax(z: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    masked = np.where(keep, z, -np.inf)
+    p = np.exp(masked - masked.max())
+    result: np.ndarray = p / p.sum()
+    return result
 
 
 def token_prob(logits: np.ndarray, token: int) -> float:

@@ -93,6 +93,7 @@ class CompletionRequest(msgspec.Struct, kw_only=True):
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
+    min_p: float = 0.0  # drop tokens below min_p x the likeliest one's probability
     seed: int = 0
     multiline: bool | None = None  # None: decide from the syntax at the cursor
     # May be answered from the quick window (EngineConfig.quick_window_tokens)
@@ -208,6 +209,7 @@ class RefactorRequest(msgspec.Struct, kw_only=True):
     temperature: float = 0.0
     top_p: float = 1.0
     top_k: int = 0
+    min_p: float = 0.0  # drop tokens below min_p x the likeliest one's probability
     seed: int = 0
 
 

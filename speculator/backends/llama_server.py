@@ -94,7 +94,7 @@ class LlamaServerEngine(RemoteEngine):
             "prompt": prompt,
             "n_predict": request.max_tokens,
             "stop": ["\n" + fence],
-            **_sampling(request.temperature, request.top_p, request.top_k, request.seed),
+            **_sampling(request),
             **_cache_fields(),
         }
         return self._run("/completion", body, f"refactor:{request.path or ''}", stop, cancel)
@@ -105,7 +105,7 @@ class LlamaServerEngine(RemoteEngine):
         return {
             "prompt": context.raw_prompt,
             "n_predict": n_predict,
-            **_sampling(request.temperature, request.top_p, request.top_k, request.seed),
+            **_sampling(request),
             **_cache_fields(request.cache_prompt),
         }
 
@@ -126,9 +126,16 @@ def _cache_fields(cache_prompt: bool = True) -> dict[str, Any]:
     return {"cache_prompt": cache_prompt, **reuse, "timings_per_token": True}
 
 
-def _sampling(temperature: float, top_p: float, top_k: int, seed: int) -> dict[str, Any]:
-    # temperature 0 is greedy on llama-server, as in the local engine
-    return {"temperature": temperature, "top_p": top_p, "top_k": top_k, "seed": seed}
+def _sampling(request: CompletionRequest | RefactorRequest) -> dict[str, Any]:
+    # temperature 0 is greedy on llama-server, as in the local engine; min_p is sent
+    # too, since the server's own default (0.05) is not the request's
+    return {
+        "temperature": request.temperature,
+        "top_p": request.top_p,
+        "top_k": request.top_k,
+        "min_p": request.min_p,
+        "seed": request.seed,
+    }
 
 
 def _read_event(event: dict[str, Any]) -> tuple[str, Counts | None]:

@@ -69,6 +69,8 @@ class OpenAIEngine(RemoteEngine):
         }
         if request.top_k > 0:
             body["top_k"] = request.top_k  # not OpenAI's, but vLLM and llama-server take it
+        if request.min_p > 0:
+            body["min_p"] = request.min_p  # the same
         model = self._model_name()
         if model:
             body["model"] = model

@@ -383,7 +383,9 @@ class LocalGenerator:
         drafters = self._drafters(speculation, corpus, prompt, controller, kind, renames)
         if fixed and speculation == "auto":
             drafters = [d for d in drafters if not isinstance(d, DraftModelDrafter)]
-        params = SamplingParams(request.temperature, request.top_p, request.top_k, request.seed)
+        params = SamplingParams(
+            request.temperature, request.top_p, request.top_k, request.seed, request.min_p
+        )
         decoder = Decoder(
             self.session,
             self.target.token_bytes,

@@ -44,3 +44,23 @@ def test_top_k_and_top_p_trim_the_distribution() -> None:
     assert p[2] == 0 and p[3] == 0 and np.isclose(p.sum(), 1)
     p = target_probs(logits, SamplingParams(temperature=1.0, top_p=0.7))
     assert p[0] > 0 and p[1] > 0 and p[2] == 0 and p[3] == 0
+
+
+def test_min_p_drops_tokens_far_below_the_likeliest() -> None:
+    logits = np.log(np.array([0.6, 0.3, 0.07, 0.03]))
+    p = target_probs(logits, SamplingParams(temperature=1.0, min_p=0.1))
+    # 0.07 >= 0.1 x 0.6 stays; 0.03 does not
+    assert p[2] > 0 and p[3] == 0 and np.isclose(p.sum(), 1)
+
+
+def test_the_filters_read_the_untempered_distribution_as_llama_cpp_does() -> None:
+    """top-p and min-p choose the tokens before the temperature scales them: a hot
+    temperature flattens what is left, it lets no cut token back in."""
+    logits = np.log(np.array([0.7, 0.2, 0.06, 0.04]))
+    for temperature in (0.2, 1.0, 5.0):
+        p = target_probs(logits, SamplingParams(temperature=temperature, top_p=0.85))
+        assert p[0] > 0 and p[1] > 0 and p[2] == 0 and p[3] == 0
+        p = target_probs(logits, SamplingParams(temperature=temperature, min_p=0.08))
+        assert p[2] > 0 and p[3] == 0
+    hot = target_probs(logits, SamplingParams(temperature=5.0, top_p=0.85))
+    assert hot[1] / hot[0] > 0.2 / 0.7  # flatter among the kept two
