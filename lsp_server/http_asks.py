@@ -122,9 +122,7 @@ def settings(
     """llama-server's generation_settings, as this request was served."""
     return {
         "n_predict": n_predict,
-        "temperature": pick(body.temperature, options.temperature),
-        "top_k": body.top_k or 0,
-        "top_p": pick(body.top_p, 1.0),
+        **sampling(body, options),
         "stop": body.stop or [],
         "speculation": body.speculation or options.speculation,
     }
@@ -189,9 +187,8 @@ def chat_ask(body: wire.ChatBody, options: ServerOptions) -> RefactorRequest:
         path=body.filename,
         max_tokens=limit,
         speculation=body.speculation or options.speculation,
-        temperature=pick(body.temperature, options.temperature),
-        top_p=pick(body.top_p, 1.0),
         seed=body.seed or 0,
+        **sampling(body, options),
     )
 
 
@@ -220,7 +217,6 @@ def completion_request(
     limit: int,
     options: ServerOptions,
 ) -> CompletionRequest:
-    top_k = getattr(body, "top_k", None)  # llama-server's bodies only
     return CompletionRequest(
         text=text,
         cursor=cursor,
@@ -228,14 +224,29 @@ def completion_request(
         path=body.filename,
         max_tokens=max(1, limit),
         speculation=body.speculation or options.speculation,
-        temperature=pick(body.temperature, options.temperature),
-        top_p=pick(body.top_p, 1.0),
-        top_k=max(0, top_k or 0),
         seed=body.seed or 0,
+        **sampling(body, options),
         workspace_context=options.http_workspace_context,
         cache_prompt=getattr(body, "cache_prompt", True),  # llama-server's bodies only
         **shaping_fields(body, options),  # n_probs, logit_bias (http_probs.py)
     )
+
+
+# llama-server's sampling defaults, for a request that names none (its top-k, top-p
+# and min-p filters: a sampled answer is drawn from the same tokens as there).
+DEFAULT_TOP_K = 40
+DEFAULT_TOP_P = 0.95
+DEFAULT_MIN_P = 0.05
+
+
+def sampling(body: SamplingBody, options: ServerOptions) -> dict[str, Any]:
+    """temperature, top_k, top_p and min_p as llama-server reads them (0 or 1.0: off)."""
+    return {
+        "temperature": pick(body.temperature, options.temperature),
+        "top_k": max(0, pick(body.top_k, DEFAULT_TOP_K)),
+        "top_p": pick(body.top_p, DEFAULT_TOP_P),
+        "min_p": pick(body.min_p, DEFAULT_MIN_P),
+    }
 
 
 def pick(value: T | None, default: T) -> T:

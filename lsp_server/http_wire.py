@@ -83,6 +83,7 @@ class _Sampling(msgspec.Struct, kw_only=True):
     temperature: Temperature | None = None
     top_k: int | None = None
     top_p: Probability | None = None
+    min_p: Probability | None = None
     seed: int | None = None
     samplers: list[str] | str | None = None  # accepted, not used: decoding is our own
     stop: list[str] | None = None
@@ -136,6 +137,8 @@ class _OpenAISampling(msgspec.Struct, kw_only=True):
     max_tokens: Annotated[int, msgspec.Meta(ge=-1)] | None = None
     temperature: Temperature | None = None
     top_p: Probability | None = None
+    top_k: int | None = None  # not OpenAI's: llama-server and vLLM take them
+    min_p: Probability | None = None
     seed: int | None = None
     stop: str | list[str] | None = None
     stream: bool = False

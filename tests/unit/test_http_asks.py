@@ -66,11 +66,27 @@ def test_infill_puts_the_typed_prompt_before_the_cursor_and_input_extra_in_the_r
     assert ask.settings == {
         "n_predict": 12,
         "temperature": 0.5,
-        "top_k": -3,
-        "top_p": 1.0,
+        "top_k": 0,  # as served: a negative top-k is none
+        "top_p": 0.95,
+        "min_p": 0.05,
         "stop": ["\n"],
         "speculation": OPTIONS.speculation,
     }
+
+
+def test_sampling_filters_default_to_llama_servers_and_zero_turns_them_off() -> None:
+    """A request that names no filter is sampled as llama-server samples it (top-k 40,
+    top-p 0.95, min-p 0.05); each can be turned off as there (0, 1.0, 0)."""
+    plain = body(CompletionBody, prompt="x", temperature=1.0)
+    completion = completion_asks(plain, ["x"], OPTIONS)[0].completion
+    assert completion is not None
+    assert (completion.top_k, completion.top_p, completion.min_p) == (40, 0.95, 0.05)
+    off = body(CompletionBody, prompt="x", temperature=1.0, top_k=0, top_p=1.0, min_p=0.0)
+    completion = completion_asks(off, ["x"], OPTIONS)[0].completion
+    assert completion is not None
+    assert (completion.top_k, completion.top_p, completion.min_p) == (0, 1.0, 0.0)
+    openai = openai_ask(body(OpenAICompletionBody, prompt="x", min_p=0.2), ["x"], OPTIONS)
+    assert openai.prompts[0].completion.min_p == 0.2
 
 
 def test_n_predict_zero_asks_nothing_of_the_engine() -> None:
