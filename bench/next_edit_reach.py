@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from speculator import provision
-from speculator.decode import token_prob
 from speculator.edits import EditHistory
 from speculator.generators.local import token_ends
 from speculator.models import Model, resolve_path
@@ -39,6 +38,7 @@ from speculator.next_edit import window as window_module
 from speculator.next_edit.core import NextEditRequest, Plan, prepare
 from speculator.next_edit.prompts import CURSOR_MARKER
 from speculator.next_edit.proposal import TokenTrace, candidates
+from speculator.sampling import token_prob
 from speculator.session import Session
 
 from .next_edit import DEV_TASKS, load_tasks

@@ -32,11 +32,12 @@ import numpy as np
 
 from speculator.config import EngineConfig
 from speculator.controller import DEFAULT_COST_MS, MAX_VERIFY_ROWS, Controller, controllers_by_kind
-from speculator.decode import Decoder, SamplingParams, refactor_budget
+from speculator.decode import Decoder, refactor_budget
 from speculator.instructions import rename_pairs
 from speculator.lookup import PromptLookupDrafter
 from speculator.loss_guard import allowance_for
 from speculator.prompt import REFACTOR_FENCE, fence_stop
+from speculator.sampling import SamplingParams
 from speculator.types import CompletionRequest, Engine
 from speculator.verify_curve import CURVE_ROWS
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..config import EngineConfig
 from ..controller import DRAFT_TOKEN_RATIO, Controller, controllers_by_kind
-from ..decode import Decoder, SamplingParams, refactor_budget, token_prob, unfinished_refactor
+from ..decode import Decoder, refactor_budget, unfinished_refactor
 from ..doc_prompts import DocumentPrompts
 from ..drafters import Drafter, DraftModelDrafter
 from ..grounding import Grounding, similar_siblings
@@ -31,6 +31,7 @@ from ..loss_guard import allowance_for
 from ..outcome import DecodeOutcome
 from ..pipeline import CompletionJob, Counts, Generated, RewriteJob, StopRule
 from ..prompt import FimPrompt, QuickWindow, build_quick_fim
+from ..sampling import SamplingParams, token_prob
 from ..threads import ThreadPolicy
 from ..token_probs import Shaping
 from ..totals import Totals

@@ -22,9 +22,7 @@ from speculator.controller import (
 )
 from speculator.decode import (
     Decoder,
-    SamplingParams,
     StopRule,
-    next_token,
     repeating_tail,
     unfinished_refactor,
 )
@@ -32,6 +30,7 @@ from speculator.drafters import Draft, DraftModelDrafter
 from speculator.lookup import PromptLookupDrafter
 from speculator.loss_guard import LossGuard, allowance_for
 from speculator.outcome import DecodeOutcome, StopReason
+from speculator.sampling import SamplingParams, next_token
 
 VOCAB = 64
 END = 0

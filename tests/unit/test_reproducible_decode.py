@@ -12,9 +12,10 @@ from lsp_server import http_asks as asks
 from lsp_server import http_wire as wire
 from lsp_server.options import ServerOptions
 from speculator.controller import Controller, controllers_by_kind
-from speculator.decode import Decoder, SamplingParams
+from speculator.decode import Decoder
 from speculator.drafters import Draft
 from speculator.generators.reproducible import FixedController
+from speculator.sampling import SamplingParams
 
 VOCAB = 32
 TRUTH = [(7 * i) % 29 + 2 for i in range(80)]  # the model's greedy answer

@@ -12,8 +12,9 @@ import pytest
 
 from lsp_server.http_probs import LOWEST_FLOAT, bias_entries, probabilities
 from speculator.controller import REFACTOR_PRIORS, Controller
-from speculator.decode import Decoder, SamplingParams
+from speculator.decode import Decoder
 from speculator.drafters import Draft
+from speculator.sampling import SamplingParams
 from speculator.token_probs import Shaping, kept_choices, token_bias
 from speculator.types import CompletionRequest, TokenChoice, TokenProb
 

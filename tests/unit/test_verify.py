@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from speculator.decode import SamplingParams, target_probs, verify_token
+from speculator.sampling import SamplingParams, target_probs, verify_token
 
 
 def _empirical(draws: list[int], n: int) -> np.ndarray:
