@@ -49,13 +49,7 @@ DELIBERATE = {
 }
 
 # Tests llama-server passes that groundspec does not yet: not asserted, reported.
-KNOWN_FAILING = {
-    "test_completion.py::test_n_probs_post_sampling": (
-        "sampled at temperature 1.0 from the whole distribution, a place's 10 most likely "
-        "tokens hold '!' (id 0 in Qwen's vocabulary, <unk> in the tests' models) for 7 of "
-        "8 seeds: the test wants no id 0"
-    ),
-}
+KNOWN_FAILING: dict[str, str] = {}
 
 # utils.py imports wget (for test files that download images); nothing here downloads.
 WGET_STUB = """def download(url, out=None):
