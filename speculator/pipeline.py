@@ -446,6 +446,8 @@ class Pipeline(Generic[P]):
         if prepared is None:
             return NextEditResult([], Stats(speculation=request.speculation), reason="no edit")
         plan, job = prepared
+        if not plan.asks_model:
+            return next_edit_core.skipped(request)
         generated = self.generator.run_rewrite(job, cancel)
         stats = self.record_stats(generated)
         trace = (

@@ -16,8 +16,15 @@ from ..edits import Edit, snapshots
 from ..types import CancelToken, EngineError, Speculation, Stats
 from .draft import draft_window
 from .occurrences import occurrence_lines, removed_names, target_window
-from .prompts import CURSOR_MARKER, PROMPT_FORMATS, Prompt, PromptInput, build_prompt
-from .proposal import MIN_CONFIDENCE, Candidate, TextEdit, TokenTrace, candidates, choose
+from .prompts import (
+    CURSOR_MARKER,
+    DRAFT_ONLY_FORMATS,
+    PROMPT_FORMATS,
+    Prompt,
+    PromptInput,
+    build_prompt,
+)
+from .proposal import MIN_CONFIDENCE, Candidate, TextEdit, TokenTrace, candidates, choose, fits
 from .rejoin import RejoinStop, first_stop
 from .window import Hunk, Window, edited_lines, hunk_of, recent_hunks
 
@@ -80,6 +87,7 @@ class Plan:
     job: RewriteJob
     user_lines: tuple[int, int] | None  # window lines of the user's last edit
     rejoin: RejoinStop  # ends the rewrite after its first change that fits (rejoin.py)
+    asks_model: bool  # False: nothing to propose, the model is not asked (needs_model)
 
 
 def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan | None:
@@ -116,6 +124,7 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
     )
     prompt = build_prompt(request.prompt_format, given)
     rejoin = RejoinStop(window, user_lines)
+    asks = needs_model(window, draft, user_lines, request.prompt_format)
     job = RewriteJob(
         prompt=prompt.text,
         draft=draft,
@@ -124,7 +133,24 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         speculation=request.speculation,
         slot=f"next-edit:{request.path}",
     )
-    return Plan(window, prompt, job, user_lines, rejoin)
+    return Plan(window, prompt, job, user_lines, rejoin, asks)
+
+
+def needs_model(
+    window: Window, draft: str, user_lines: tuple[int, int] | None, prompt_format: str
+) -> bool:
+    """Is the model asked at all? A model trained on next edits always is. One that
+    is not (DRAFT_ONLY_FORMATS) only where the draft carries the last edit to a
+    place it could be proposed: elsewhere it would cost seconds to say nothing."""
+    if prompt_format not in DRAFT_ONLY_FORMATS:
+        return True
+    return any(fits(window, c, user_lines) for c in candidates(window, draft, None))
+
+
+def skipped(request: NextEditRequest) -> NextEditResult:
+    """The answer when the model is not asked (Plan.asks_model)."""
+    log.info("next edit: nothing proposed (the draft carries nothing)")
+    return NextEditResult([], Stats(speculation=request.speculation), reason="nothing to carry")
 
 
 def finish(
@@ -163,6 +189,8 @@ def next_edit(
     plan = prepare(request, count_tokens)
     if plan is None:
         return NextEditResult([], Stats(speculation=request.speculation), reason="no recent edit")
+    if not plan.asks_model:
+        return skipped(request)
     return finish(plan, rewrite(plan.job, cancel), request.min_confidence)
 
 

@@ -8,8 +8,10 @@ rejected draft, not a wrong suggestion.
 
 Substitutions are read from the last edit by diffing its old and new lines word
 by word: a renamed identifier (`name -> attr_name`), a changed piece of text
-(`{"firstresult": True} -> firstresult=True`), or a whole line changed the same
-way wherever it recurs (`pass -> ...`).
+(`{"firstresult": True} -> firstresult=True`, `0, 1, 10 -> 10`), or a whole line
+changed the same way wherever it recurs (`pass -> ...`). A renamed attribute
+(`self.result -> self._result`) is carried only to attributes, a renamed plain
+name only to plain names: the parameter `result` is another variable.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ class Substitution:
     new: str
     whole_word: bool  # identifiers: only where they stand as a word
     whole_line: bool = False  # a line equal to `old` (stripped) becomes `new`
+    member: bool = False  # an identifier after a `.`: only such ones are replaced
 
 
 def substitutions(hunk: Hunk) -> list[Substitution]:
@@ -56,10 +59,32 @@ def _line_substitutions(old_line: str, new_line: str) -> list[Substitution]:
             continue
         old, new = "".join(old_words[a1:a2]), "".join(new_words[b1:b2])
         if _IDENTIFIER.fullmatch(old) and _IDENTIFIER.fullmatch(new):
-            found.append(Substitution(old, new, True))
+            member = a1 > 0 and old_words[a1 - 1] == "."
+            found.append(Substitution(old, new, True, member=member))
         elif len(old.strip()) >= MIN_PIECE_CHARS:
             found.append(Substitution(old, new, False))
-    return found
+    return found + _changed_span(old_words, new_words)
+
+
+def _changed_span(old_words: list[str], new_words: list[str]) -> list[Substitution]:
+    """The words between the first and the last that differ, as one piece: a
+    change made of several word-level steps (`{"a": 1}` -> `a=1`) or of a removal."""
+    head = 0
+    while head < min(len(old_words), len(new_words)) and old_words[head] == new_words[head]:
+        head += 1
+    tail = 0
+    while (
+        tail < min(len(old_words), len(new_words)) - head
+        and old_words[-1 - tail] == new_words[-1 - tail]
+    ):
+        tail += 1
+    old_span = old_words[head : len(old_words) - tail]
+    old, new = "".join(old_span), "".join(new_words[head : len(new_words) - tail])
+    if sum(not w.isspace() for w in old_span) < 2 or len(old.strip()) < MIN_PIECE_CHARS:
+        return []  # one word (`dict(x)` -> `(x)`) is too common to carry; a rename is not
+    if old.strip() == "".join(old_words).strip():
+        return []  # the whole line: a whole-line substitution
+    return [Substitution(old, new, False)]
 
 
 def _distinct(subs: list[Substitution]) -> list[Substitution]:
@@ -96,11 +121,16 @@ def _substituted(line: str, subs: list[Substitution]) -> str:
                 return indent + sub.new
             continue
         if sub.whole_word:
-            pattern = re.compile(rf"(?<!\w){re.escape(sub.old)}(?!\w)")
-            line = pattern.sub(sub.new.replace("\\", "\\\\"), line)
-        elif sub.old in line and sub.new not in line:
+            line = word_pattern(sub.old, sub.member).sub(sub.new.replace("\\", "\\\\"), line)
+        elif sub.old in line and (not sub.new or sub.new not in line):
             line = line.replace(sub.old, sub.new)
     return line
+
+
+def word_pattern(name: str, member: bool) -> re.Pattern[str]:
+    """`name` as a whole word: after a `.` (an attribute) or, if not `member`, not."""
+    before = r"(?<=\.)" if member else r"(?<![\w.])"
+    return re.compile(rf"{before}{re.escape(name)}(?!\w)")
 
 
 def draft_window(window: str, hunk: Hunk | None, skip_lines: tuple[int, int] | None) -> str:

@@ -4,7 +4,9 @@ A rename is rarely made once. The names the edit took away (identifiers its old
 lines had more of than its new ones: `_tag2proc` in `self._tag2proc` ->
 `self._tags2proc`) are read from the parse trees of the text before and after it,
 and found in the rest of the document with tree-sitter, as identifier nodes only:
-a name in a string or a comment is not code to change. The edit's other
+a name in a string or a comment is not code to change. A name taken away as an
+attribute (`.result`, written so) is looked up as attributes only, a plain name as
+plain names only. The edit's other
 substitutions (a changed piece of text, a whole line changed: draft.py) are found
 as text outside strings and comments.
 
@@ -26,7 +28,7 @@ import tree_sitter
 from ..edits import Edit
 from ..languages import new_parser
 from ..syntax import STRING_OR_COMMENT, byte_offset, utf8
-from .draft import substitutions
+from .draft import substitutions, word_pattern
 from .window import LINES_ABOVE, LINES_BELOW, Hunk, Window, choose_window, line_of, line_starts
 
 log = logging.getLogger(__name__)
@@ -49,8 +51,9 @@ _CODE_IN_STRING = frozenset({"interpolation", "template_substitution"})
 
 def removed_names(before: str, after: str, edit: Edit, language_id: str) -> list[str]:
     """Identifiers the edit took away: more of them on the lines it changed in
-    `before` (the text before it) than on its lines in `after` (the text now).
-    Words in strings and comments are not names. Empty without a grammar."""
+    `before` (the text before it) than on its lines in `after` (the text now),
+    attributes written with their dot (`.result`). Words in strings and comments
+    are not names. Empty without a grammar."""
     parser = new_parser(language_id)
     if parser is None or max(len(before), len(after)) > MAX_PARSE_CHARS:
         return []
@@ -77,7 +80,7 @@ def occurrence_lines(
     starts = line_starts(text)
     found: set[int] = set()
     for name in names:
-        pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)")
+        pattern = word_pattern(name.lstrip("."), name.startswith("."))
         for match in pattern.finditer(text):
             if _is_identifier(root, text, match.start(), match.end()):
                 found.add(line_of(starts, match.start()))
@@ -113,7 +116,11 @@ def target_window(
     unless none of `places` (lines) is in it; then widened to the nearest place if
     that adds at most MAX_WIDEN_LINES, else moved to it (the same size)."""
     window = choose_window(text, cursor, focus, above, below)
-    if not places or any(window.first_line <= p < window.end_line for p in places):
+    inside = [p for p in places if window.first_line <= p < window.end_line]
+    if inside and min(inside) == window.end_line - 1 and not window.at_end_of_file:
+        # Only on the last line, where a change is never proposed: a few more lines.
+        return choose_window(text, cursor, focus, above, below + MARGIN_LINES)
+    if not places or inside:
         return window
     starts = line_starts(text)
     cursor_line = line_of(starts, cursor)
@@ -141,13 +148,15 @@ def _is_identifier(root: tree_sitter.Node, text: str, start: int, end: int) -> b
 
 
 def _names_on_lines(text: str, root: tree_sitter.Node, start: int, end: int) -> Counter[str]:
-    """The identifiers on the whole lines holding text[start:end]."""
+    """The identifiers on the whole lines holding text[start:end], attributes
+    with their dot."""
     first = text.rfind("\n", 0, start) + 1
     last = _line_end(text, max(start, end - 1))
     names: Counter[str] = Counter()
     for match in _IDENTIFIER.finditer(text, first, last):
         if _is_identifier(root, text, match.start(), match.end()):
-            names[match.group()] += 1
+            dot = "." if match.start() > 0 and text[match.start() - 1] == "." else ""
+            names[dot + match.group()] += 1
     return names
 
 

@@ -29,6 +29,10 @@ from ..prompt import FENCE_LANGUAGE, fence_stop, refactor_fence
 from .window import Hunk, Window
 
 PROMPT_FORMATS = ("qwen", "zeta2", "sweep")
+# Formats for models not trained on next edits (the shipped instruct model): their
+# own changes were never right at a confidence of 0.1 or more on the dev tasks
+# (docs/next-edit.md), so they are asked only to verify and score the draft's.
+DRAFT_ONLY_FORMATS = frozenset({"qwen"})
 CURSOR_MARKER = "<|user_cursor|>"
 # Lines around the window shown as context (not rewritten) by `zeta2`.
 CONTEXT_LINES = 8

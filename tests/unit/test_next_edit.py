@@ -3,9 +3,19 @@ one confident edit (the fake engine's rewrite is the draft)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from speculator.edits import EditHistory
 from speculator.fake import FakeEngine
-from speculator.next_edit.core import NextEditRequest, Plan, Rewrite, finish, prepare
+from speculator.next_edit.core import (
+    NextEditRequest,
+    Plan,
+    Rewrite,
+    RewriteJob,
+    finish,
+    next_edit,
+    prepare,
+)
 from speculator.next_edit.draft import apply_substitutions, substitutions
 from speculator.next_edit.proposal import TokenTrace, candidates, choose
 from speculator.next_edit.window import Hunk, choose_window, recent_hunks
@@ -69,6 +79,32 @@ def test_substitutions_carry_a_rename_and_a_changed_line() -> None:
     assert apply_substitutions("    pass\n", substitutions(stub)) == "    ...\n"
 
 
+def test_a_renamed_attribute_is_carried_to_attributes_only() -> None:
+    rename = Hunk("p", 0, ["    self.result = result"], ["    self._result = result"], [], [])
+    window = "def f(self, result):\n    self.result = result\n    return self.result\n"
+    drafted = apply_substitutions(window, substitutions(rename), skip_lines=(1, 2))
+    assert drafted == "def f(self, result):\n    self.result = result\n    return self._result\n"
+    plain = Hunk("p", 0, ["    total = count"], ["    total = amount"], [], [])
+    drafted = apply_substitutions("x = count + obj.count\n", substitutions(plain))
+    assert drafted == "x = amount + obj.count\n"
+
+
+def test_a_change_of_several_words_or_a_removal_is_carried_as_one_piece() -> None:
+    call = Hunk(
+        "p", 0, ['  r = MC([a], {}, {"first": True})'], ["  r = MC([a], {}, first=True)"], [], []
+    )
+    drafted = apply_substitutions('  s = MC([b], {}, {"first": True})\n', substitutions(call))
+    assert drafted == "  s = MC([b], {}, first=True)\n"
+    cut = Hunk("p", 0, ["    params=[0, 1, 10, 100],"], ["    params=[10, 100],"], [], [])
+    assert apply_substitutions("  p=[0, 1, 10, 100]\n", substitutions(cut)) == "  p=[10, 100]\n"
+    # One word taken away is too common a piece to carry: `dict(x)` -> `(x)`.
+    unwrap = Hunk("p", 0, ["    e = dict(extra)"], ["    e = (extra)"], [], [])
+    assert (
+        apply_substitutions("    d = dict(other)\n", substitutions(unwrap))
+        == "    d = dict(other)\n"
+    )
+
+
 def test_fake_engine_carries_the_rename_to_the_lines_above() -> None:
     request = renamed_request()
     out = apply(request.text, request, FakeEngine())
@@ -86,6 +122,28 @@ def test_quiet_without_a_recent_edit_or_below_the_confidence_bar() -> None:
     doubtful.rewrite_confidence = 0.2
     assert doubtful.next_edit(request).edits == []
     assert doubtful.next_edit(renamed_request(min_confidence=0.1)).edits != []
+
+
+def test_the_instruct_model_is_asked_only_where_the_draft_carries_the_edit() -> None:
+    asked: list[str] = []
+
+    def rewrite(job: RewriteJob, cancel: object = None) -> Rewrite:
+        asked.append(job.prompt)
+        return Rewrite(job.draft, None, True, Stats())
+
+    # A comment added: nothing to carry, so no prompt reaches the model.
+    history = EditHistory()
+    at = CODE.index("\n") + 1
+    history.record("u", at, "", "    # why\n")
+    text = CODE[:at] + "    # why\n" + CODE[at:]
+    comment = NextEditRequest(text=text, cursor=at + 9, edits=history.edits("u"), path="p.py")
+    result = next_edit(rewrite, comment)
+    assert (result.edits, result.reason, asked) == ([], "nothing to carry", [])
+    # A model trained on next edits writes its own: it is always asked.
+    next_edit(rewrite, replace(comment, prompt_format="zeta2"))
+    assert len(asked) == 1
+    # A rename the draft carries: the instruct model verifies and scores it.
+    assert next_edit(rewrite, renamed_request()).edits != [] and len(asked) == 2
 
 
 def plan_and_rewrite(answer: str, probs: list[float] | None = None) -> tuple[Plan, Rewrite]:

@@ -37,8 +37,8 @@ def names_removed(before: str, after: str) -> list[str]:
 
 def test_removed_names_are_the_identifiers_the_edit_took_away() -> None:
     assert names_removed("total = count + 1", "total = amount + 1") == ["count"]
-    # `result` is still on the line (right of `=`), but one `result` went away.
-    assert names_removed("self.result = result", "self._result = result") == ["result"]
+    # The attribute `result` went away (the plain name is still there), dot and all.
+    assert names_removed("self.result = result", "self._result = result") == [".result"]
     assert names_removed("x = 1", "x = 1  # why") == []
     # Words in a string are not names.
     assert names_removed('raise E("no tox.git")', 'raise E("no pluggy")') == []
@@ -139,3 +139,21 @@ def test_a_moved_window_below_an_edit_that_added_lines_shows_its_own_original() 
     assert plan is not None and plan.window.first_line <= 81 < plan.window.end_line
     # Below the edit nothing changed: the window before the edit is the window now.
     assert f"<|file_sep|>original/m.py\n{plan.window.text}<|file_sep|>current" in plan.prompt.text
+
+
+def test_a_renamed_attribute_is_found_as_attributes_and_a_plain_name_as_plain_names() -> None:
+    body = {10: "self.result = result", 30: "return self.result", 50: "print(result)"}
+    text = document(body)
+    assert occurrence_lines(text, "python", [".result"], None, (10, 11)) == [30]
+    assert occurrence_lines(text, "python", ["result"], None, (10, 11)) == [50]
+
+
+def test_a_place_on_the_window_s_last_line_widens_it_where_a_change_can_be_proposed() -> None:
+    probe = document({10: "count = start()"})
+    usual = choose_window(probe, probe.index("count"), (10, 11))
+    text = document({10: "count = start()", usual.end_line - 1: "report(count)"})
+    plan = prepare(renamed(text, 10, "count", "amount"))
+    assert plan is not None
+    assert plan.window.first_line == usual.first_line
+    assert plan.window.end_line == usual.end_line + 2
+    assert "report(amount)" in plan.job.draft and plan.asks_model
