@@ -42,7 +42,7 @@ from .cold import Server
 from .load import CpuLoad
 
 DEV_TASKS = Path(__file__).resolve().parents[2] / "shared" / "nes" / "dev.jsonl"
-BARS = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)
+BARS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
 CONFIDENCE = re.compile(r"next edit proposed, confidence ([0-9.]+)")
 
 
@@ -220,7 +220,7 @@ def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> lis
         lines.append(f"confidence bar sweep ({mode}): bar: recall / precision / quiet")
         for b in BARS:
             f = figures(runs, mode, b)
-            lines.append(f"  {b:.1f}: {f['recall']:.0%} / {f['precision']:.0%} / {f['quiet']:.0%}")
+            lines.append(f"  {b:g}: {f['recall']:.0%} / {f['precision']:.0%} / {f['quiet']:.0%}")
     return lines
 
 

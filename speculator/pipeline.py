@@ -448,6 +448,11 @@ class Pipeline(Generic[P]):
         plan, job = prepared
         if not plan.asks_model:
             return next_edit_core.skipped(request)
+        if plan.draft_only and hasattr(self.generator, "score_answer"):
+            # One verify batch of the draft after the prompt; nothing decoded.
+            score = self._score_draft(plan, job, cancel)
+            if score is not None:
+                return next_edit_core.finish_scored(plan, score, request)
         generated = self.generator.run_rewrite(job, cancel)
         stats = self.record_stats(generated)
         trace = (
@@ -457,19 +462,21 @@ class Pipeline(Generic[P]):
         )
         finished = generated.stop is StopReason.END
         rewrite = next_edit_core.Rewrite(generated.text, trace, finished, stats)
-        draft = self._score_draft(plan, job) if finished else None
+        scored = self._score_draft(plan, job, cancel) if finished else None
+        draft = scored.trace if scored is not None else None
         return next_edit_core.finish(plan, rewrite, request.min_confidence, draft)
 
-    def _score_draft(self, plan: next_edit_core.Plan, job: RewriteJob) -> TokenTrace | None:
-        """The model's probabilities of the draft's tokens, where it changes the
-        window (a second candidate beside the greedy rewrite), if the generator
-        can score one (the local one)."""
+    def _score_draft(
+        self, plan: next_edit_core.Plan, job: RewriteJob, cancel: CancelToken | None
+    ) -> next_edit_core.DraftScore | None:
+        """The model's probabilities of the draft's tokens through its first change
+        that could be proposed, if the generator can score (the local one)."""
         score = getattr(self.generator, "score_answer", None)
         upto = next_edit_core.draft_change_end(plan)
         if score is None or upto is None:
             return None
-        ends, probs = score(job, plan.job.draft, upto)
-        return TokenTrace(ends, probs) if probs else None
+        scored: next_edit_core.DraftScore = score(job, plan.job.draft, upto, cancel)
+        return scored if scored.trace.probs else None
 
     def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
         """Evaluate the request's prompt into the generator's cache (no generation)."""

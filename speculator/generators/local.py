@@ -28,6 +28,8 @@ from ..kv_slots import KvSlots
 from ..limits import Limits
 from ..lookup import PromptLookupDrafter
 from ..loss_guard import allowance_for
+from ..next_edit.core import DraftScore
+from ..next_edit.proposal import TokenTrace
 from ..outcome import DecodeOutcome
 from ..pipeline import CompletionJob, Counts, Generated, RewriteJob, StopRule
 from ..prompt import FimPrompt, QuickWindow, build_quick_fim
@@ -339,26 +341,27 @@ class LocalGenerator:
         return generated
 
     def score_answer(
-        self, job: RewriteJob, answer: str, upto: int
-    ) -> tuple[list[int], list[float]]:
+        self, job: RewriteJob, answer: str, upto: int, cancel: CancelToken | None = None
+    ) -> DraftScore:
         """The target's probability of each token of `answer` to the prompt of `job`
-        (just run: its KV is warm), up to the token holding character `upto`: one
-        verify batch. (token ends, probabilities); a next edit's draft scored as a
-        candidate beside the greedy rewrite."""
+        (in the job's KV slot), up to the token holding character `upto`: one verify
+        batch. A next edit's draft scored, alone or beside the greedy rewrite."""
         prompt = self.target.tokenize(job.prompt, special=True)
         tokens = self.target.tokenize(answer)
         ends = token_ends(tokens, self.target.token_bytes)
         count = next((i + 1 for i, end in enumerate(ends) if end >= upto), len(tokens))
         count = min(count, MAX_SCORED_TOKENS, self.session.room() - len(prompt))
         if count <= 0:
-            return [], []
-        _, first = self.session.sync([prompt])
+            return DraftScore(TokenTrace([], []), len(prompt), 0, 0.0)
+        self.slots.enter((job.slot_kind, job.request.path or ""), [prompt])
+        sync, first = self.session.sync([prompt], cancel=cancel)
         probs = [token_prob(first, tokens[0])]
         if count > 1:
             rows = self.session.append(tokens[: count - 1])
             probs += [token_prob(rows[i], tokens[i + 1]) for i in range(count - 1)]
         self.session.trim(len(prompt))
-        return ends[:count], probs
+        elapsed = (time.perf_counter() - job.limits.started) * 1000
+        return DraftScore(TokenTrace(ends[:count], probs), len(prompt), sync.reused, elapsed)
 
     # -- decoding ----------------------------------------------------------------------
 

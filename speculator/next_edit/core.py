@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from ..edits import Edit, snapshots
 from ..types import CancelToken, EngineError, Speculation, Stats
@@ -46,6 +47,9 @@ class NextEditRequest:
     speculation: Speculation = "auto"
     prompt_format: str = "qwen"
     min_confidence: float = MIN_CONFIDENCE
+    # The model only scores the draft's change (it writes no rewrite, and is not asked
+    # where the draft changes nothing); None: as the format says (DRAFT_ONLY_FORMATS).
+    draft_only: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +91,17 @@ class Plan:
     job: RewriteJob
     user_lines: tuple[int, int] | None  # window lines of the user's last edit
     rejoin: RejoinStop  # ends the rewrite after its first change that fits (rejoin.py)
-    asks_model: bool  # False: nothing to propose, the model is not asked (needs_model)
+    asks_model: bool  # False: nothing to propose, the model is not asked (draft_fits)
+    draft_only: bool  # the model scores the draft's change and writes nothing itself
+
+
+class DraftScore(NamedTuple):
+    """The model's probabilities of the draft's tokens, and what the prompt cost."""
+
+    trace: TokenTrace
+    prompt_tokens: int
+    reused_prompt_tokens: int
+    prompt_ms: float
 
 
 def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan | None:
@@ -124,7 +138,10 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
     )
     prompt = build_prompt(request.prompt_format, given)
     rejoin = RejoinStop(window, user_lines)
-    asks = needs_model(window, draft, user_lines, request.prompt_format)
+    draft_only = request.draft_only
+    if draft_only is None:
+        draft_only = request.prompt_format in DRAFT_ONLY_FORMATS
+    asks = not draft_only or draft_fits(window, draft, user_lines)
     job = RewriteJob(
         prompt=prompt.text,
         draft=draft,
@@ -133,17 +150,12 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         speculation=request.speculation,
         slot=f"next-edit:{request.path}",
     )
-    return Plan(window, prompt, job, user_lines, rejoin, asks)
+    return Plan(window, prompt, job, user_lines, rejoin, asks, draft_only)
 
 
-def needs_model(
-    window: Window, draft: str, user_lines: tuple[int, int] | None, prompt_format: str
-) -> bool:
-    """Is the model asked at all? A model trained on next edits always is. One that
-    is not (DRAFT_ONLY_FORMATS) only where the draft carries the last edit to a
-    place it could be proposed: elsewhere it would cost seconds to say nothing."""
-    if prompt_format not in DRAFT_ONLY_FORMATS:
-        return True
+def draft_fits(window: Window, draft: str, user_lines: tuple[int, int] | None) -> bool:
+    """Does the draft carry the last edit to a place it could be proposed? If not,
+    a draft-only model is not asked: it would cost seconds to say nothing."""
     return any(fits(window, c, user_lines) for c in candidates(window, draft, None))
 
 
@@ -166,17 +178,46 @@ def finish(
     rewritten = plan.prompt.rewritten(answer, plan.window) if rest is None else answer + rest
     found = candidates(plan.window, rewritten, trace)
     if draft is not None:
-        # Only the draft's first change: the tokens of a later one were scored
-        # after the earlier ones (a rename carried on looks surer each time).
-        scored = candidates(plan.window, plan.job.draft, draft)[:1]
-        found += [c for c in scored if c.end_line <= _scored_lines(plan.job.draft, draft)]
+        found += _draft_candidate(plan, draft)
+    return _chosen(plan, found, rewrite.stats, min_confidence)
+
+
+def finish_scored(plan: Plan, score: DraftScore, request: NextEditRequest) -> NextEditResult:
+    """A draft-only plan's answer: the draft's change, if the model's probability
+    of it clears the bar."""
+    ms = score.prompt_ms
+    stats = Stats(
+        prompt_tokens=score.prompt_tokens,
+        reused_prompt_tokens=score.reused_prompt_tokens,
+        prompt_ms=ms,
+        total_ms=ms,
+        speculation=request.speculation,
+    )
+    return _chosen(plan, _draft_candidate(plan, score.trace), stats, request.min_confidence)
+
+
+def _draft_candidate(plan: Plan, draft: TokenTrace) -> list[Candidate]:
+    """The draft's first change that could be proposed, scored: only the first,
+    as the tokens of a later one were scored after it (a rename carried on looks
+    surer each time)."""
+    found = [c for c in candidates(plan.window, plan.job.draft, draft) if _fits(plan, c)][:1]
+    return [c for c in found if c.end_line <= _scored_lines(plan.job.draft, draft)]
+
+
+def _chosen(
+    plan: Plan, found: list[Candidate], stats: Stats, min_confidence: float
+) -> NextEditResult:
     chosen: Candidate | None = choose(plan.window, found, plan.user_lines, min_confidence)
     if chosen is None:
         reason = "no change" if not found else f"{len(found)} candidates, none kept"
         log.info("next edit: nothing proposed (%s)", reason)
-        return NextEditResult([], rewrite.stats, reason=reason)
-    log.info("next edit proposed, confidence %.3f", chosen.confidence)
-    return NextEditResult([chosen.edit], rewrite.stats, confidence=chosen.confidence)
+        return NextEditResult([], stats, reason=reason)
+    log.info("next edit proposed, confidence %.5f", chosen.confidence)
+    return NextEditResult([chosen.edit], stats, confidence=chosen.confidence)
+
+
+def _fits(plan: Plan, cand: Candidate) -> bool:
+    return fits(plan.window, cand, plan.user_lines)
 
 
 def next_edit(
@@ -195,10 +236,10 @@ def next_edit(
 
 
 def draft_change_end(plan: Plan) -> int | None:
-    """Where the lines of the draft's first change to the window end (characters
+    """Where the lines of the draft's first change that could be proposed end (characters
     into the draft), or None when it changes nothing: how much must be scored."""
     draft = plan.job.draft
-    changes = candidates(plan.window, draft, None)
+    changes = [c for c in candidates(plan.window, draft, None) if _fits(plan, c)]
     if not changes:
         return None
     first = changes[0].edit

@@ -119,9 +119,9 @@ def test_quiet_without_a_recent_edit_or_below_the_confidence_bar() -> None:
     bare = NextEditRequest(text=request.text, cursor=request.cursor, edits=[])
     assert FakeEngine().next_edit(bare).edits == []
     doubtful = FakeEngine()
-    doubtful.rewrite_confidence = 0.2
+    doubtful.rewrite_confidence = 0.001
     assert doubtful.next_edit(request).edits == []
-    assert doubtful.next_edit(renamed_request(min_confidence=0.1)).edits != []
+    assert doubtful.next_edit(renamed_request(min_confidence=0.0005)).edits != []
 
 
 def test_the_instruct_model_is_asked_only_where_the_draft_carries_the_edit() -> None:

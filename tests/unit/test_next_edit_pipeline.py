@@ -24,7 +24,8 @@ CODE = "".join(f"value_{i} = compute({i})\n" for i in range(12)) + (
 PROBABILITY = math.exp(10) / (math.exp(10) + VOCAB - 1)
 
 
-def request(speculation: str) -> NextEditRequest:
+def request(speculation: str, draft_only: bool = False) -> NextEditRequest:
+    """The rename carried on, as a rewrite (draft_only: as the model only scores it)."""
     history = EditHistory()
     at = CODE.index("getattr(plugin, name)") + len("getattr(plugin, ")
     history.record("u", at, "name", "attr_name")
@@ -36,6 +37,7 @@ def request(speculation: str) -> NextEditRequest:
         path="/p.py",
         speculation=speculation,  # type: ignore[arg-type]
         min_confidence=0.5,  # the script's tokens have PROBABILITY
+        draft_only=draft_only,
     )
 
 
@@ -106,3 +108,22 @@ def test_only_the_drafts_first_change_is_scored_and_a_candidate() -> None:
     low = NextEditRequest(**{**base.__dict__, "text": text, "min_confidence": 0.0})
     (edit,) = Pipeline(generator).next_edit(low).edits
     assert edit.new_text.startswith("attr_name in dir(plugin)")  # the first change
+
+
+@pytest.mark.parametrize("speculation", ["off", "auto"])
+def test_a_draft_only_model_scores_the_draft_in_one_batch_and_decodes_nothing(
+    speculation: str,
+) -> None:
+    """The instruct model's way: no rewrite, the draft's change verified after the
+    prompt; the same edit in every mode, proposed when its probability clears the bar."""
+    plan = prepare(request(speculation, draft_only=True))
+    assert plan is not None and plan.draft_only and plan.asks_model
+    generator, _ = scripted_generator(plan.job.draft + "```\n")
+    result = Pipeline(generator).next_edit(request(speculation, draft_only=True))
+    (edit,) = result.edits
+    assert "attr_name" in edit.new_text
+    assert result.confidence == pytest.approx(PROBABILITY, rel=1e-4)
+    assert result.stats.generated_tokens == 0 and result.stats.prompt_tokens > 0
+    # A model that would copy the window gives the draft's tokens a low probability.
+    generator, _ = scripted_generator(plan.window.text + "```\n")
+    assert Pipeline(generator).next_edit(request(speculation, draft_only=True)).edits == []

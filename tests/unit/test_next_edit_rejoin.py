@@ -38,6 +38,7 @@ def renamed(speculation: str = "auto", text: str = TEXT, **kw: object) -> NextEd
         edits=history.edits("u"),
         path="/p.py",
         speculation=speculation,  # type: ignore[arg-type]
+        draft_only=False,  # the rewrite, where the rule stops it
         **kw,  # type: ignore[arg-type]
     )
 
