@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 # Edits kept per document, and in other documents (the prompt shows a few).
@@ -77,8 +77,9 @@ def merge(first: Edit, second: Edit) -> Edit | None:
     return Edit(lo, lead + first.old + trail, merged_new, second.at)
 
 
-def common_ends(old: str, new: str) -> tuple[int, int]:
-    """How many characters two texts share at the start, and then at the end."""
+def common_ends(old: Sequence[object], new: Sequence[object]) -> tuple[int, int]:
+    """How many items (characters, bytes, words) two sequences share at the start,
+    and then at the end."""
     head = 0
     while head < min(len(old), len(new)) and old[head] == new[head]:
         head += 1

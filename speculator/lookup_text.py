@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .edits import common_ends
+
 SEPARATOR = -1  # between corpus sources: a continuation never crosses it
 MIN_CAP = 15  # the longest lookup draft before any has been accepted (16 rows)
 # Words learned as renamed in one request, at most: each rebuilds the renamed
@@ -71,15 +73,7 @@ def punctuation_edit(source: bytes, written: bytes) -> bool:
     """True if `written` is `source` with at most two punctuation characters
     added or dropped in one place ('`\n' -> '`;\n'), or the very same text
     (the target joined source tokens into one)."""
-    start = 0
-    while start < min(len(source), len(written)) and source[start] == written[start]:
-        start += 1
-    end = 0
-    while (
-        end < min(len(source), len(written)) - start
-        and source[len(source) - 1 - end] == written[len(written) - 1 - end]
-    ):
-        end += 1
+    start, end = common_ends(source, written)
     dropped, added = source[start : len(source) - end], written[start : len(written) - end]
     # Only added or only dropped: a changed ',' -> ':' starts a type hint,
     # new text that the source cannot draft.

@@ -20,6 +20,7 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from ..edits import common_ends
 from .window import Hunk
 
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")
@@ -69,15 +70,7 @@ def _line_substitutions(old_line: str, new_line: str) -> list[Substitution]:
 def _changed_span(old_words: list[str], new_words: list[str]) -> list[Substitution]:
     """The words between the first and the last that differ, as one piece: a
     change made of several word-level steps (`{"a": 1}` -> `a=1`) or of a removal."""
-    head = 0
-    while head < min(len(old_words), len(new_words)) and old_words[head] == new_words[head]:
-        head += 1
-    tail = 0
-    while (
-        tail < min(len(old_words), len(new_words)) - head
-        and old_words[-1 - tail] == new_words[-1 - tail]
-    ):
-        tail += 1
+    head, tail = common_ends(old_words, new_words)
     old_span = old_words[head : len(old_words) - tail]
     old, new = "".join(old_span), "".join(new_words[head : len(new_words) - tail])
     if sum(not w.isspace() for w in old_span) < 2 or len(old.strip()) < MIN_PIECE_CHARS:
