@@ -25,7 +25,16 @@ from .prompts import (
     PromptInput,
     build_prompt,
 )
-from .proposal import MIN_CONFIDENCE, Candidate, TextEdit, TokenTrace, candidates, choose, fits
+from .proposal import (
+    MIN_CONFIDENCE,
+    Candidate,
+    TextEdit,
+    TokenTrace,
+    candidates,
+    choose,
+    fits,
+    scored,
+)
 from .rejoin import RejoinStop, first_stop
 from .window import Hunk, Window, edited_lines, hunk_of, recent_hunks
 
@@ -91,8 +100,16 @@ class Plan:
     job: RewriteJob
     user_lines: tuple[int, int] | None  # window lines of the user's last edit
     rejoin: RejoinStop  # ends the rewrite after its first change that fits (rejoin.py)
-    asks_model: bool  # False: nothing to propose, the model is not asked (draft_fits)
+    # The draft's first change that could be proposed (unscored), None: it carries the
+    # last edit nowhere. Only the first is scored: a later one's tokens come after it
+    # (a rename carried on looks surer each time).
+    draft_change: Candidate | None
     draft_only: bool  # the model scores the draft's change and writes nothing itself
+
+    @property
+    def asks_model(self) -> bool:
+        """False: a draft-only model would cost seconds to say nothing."""
+        return not self.draft_only or self.draft_change is not None
 
 
 class DraftScore(NamedTuple):
@@ -141,7 +158,6 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
     draft_only = request.draft_only
     if draft_only is None:
         draft_only = request.prompt_format in DRAFT_ONLY_FORMATS
-    asks = not draft_only or draft_fits(window, draft, user_lines)
     job = RewriteJob(
         prompt=prompt.text,
         draft=draft,
@@ -150,13 +166,8 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         speculation=request.speculation,
         slot=f"next-edit:{request.path}",
     )
-    return Plan(window, prompt, job, user_lines, rejoin, asks, draft_only)
-
-
-def draft_fits(window: Window, draft: str, user_lines: tuple[int, int] | None) -> bool:
-    """Does the draft carry the last edit to a place it could be proposed? If not,
-    a draft-only model is not asked: it would cost seconds to say nothing."""
-    return any(fits(window, c, user_lines) for c in candidates(window, draft, None))
+    change = next((c for c in candidates(window, draft, None) if fits(window, c, user_lines)), None)
+    return Plan(window, prompt, job, user_lines, rejoin, change, draft_only)
 
 
 def skipped(request: NextEditRequest) -> NextEditResult:
@@ -197,11 +208,11 @@ def finish_scored(plan: Plan, score: DraftScore, request: NextEditRequest) -> Ne
 
 
 def _draft_candidate(plan: Plan, draft: TokenTrace) -> list[Candidate]:
-    """The draft's first change that could be proposed, scored: only the first,
-    as the tokens of a later one were scored after it (a rename carried on looks
-    surer each time)."""
-    found = [c for c in candidates(plan.window, plan.job.draft, draft) if _fits(plan, c)][:1]
-    return [c for c in found if c.end_line <= _scored_lines(plan.job.draft, draft)]
+    """The draft's change (Plan.draft_change) scored by `draft`, if all its tokens were."""
+    change = plan.draft_change
+    if change is None or not draft.ends or draft.ends[-1] < change.span[1]:
+        return []
+    return [scored(change, draft)]
 
 
 def _chosen(
@@ -214,10 +225,6 @@ def _chosen(
         return NextEditResult([], stats, reason=reason)
     log.info("next edit proposed, confidence %.5f", chosen.confidence)
     return NextEditResult([chosen.edit], stats, confidence=chosen.confidence)
-
-
-def _fits(plan: Plan, cand: Candidate) -> bool:
-    return fits(plan.window, cand, plan.user_lines)
 
 
 def next_edit(
@@ -238,19 +245,11 @@ def next_edit(
 def draft_change_end(plan: Plan) -> int | None:
     """Where the lines of the draft's first change that could be proposed end (characters
     into the draft), or None when it changes nothing: how much must be scored."""
-    draft = plan.job.draft
-    changes = [c for c in candidates(plan.window, draft, None) if _fits(plan, c)]
-    if not changes:
+    if plan.draft_change is None:
         return None
-    first = changes[0].edit
-    end = first.start - plan.window.start + len(first.new_text)  # in the draft
+    draft, end = plan.job.draft, plan.draft_change.span[1]
     line_end = draft.find("\n", max(end - 1, 0))
     return len(draft) if line_end == -1 else line_end + 1
-
-
-def _scored_lines(draft: str, trace: TokenTrace) -> int:
-    """Window lines of the draft whose tokens were all scored."""
-    return draft.count("\n", 0, trace.ends[-1] if trace.ends else 0)
 
 
 def _window_lines(window: Window, lines: tuple[int, int] | None) -> tuple[int, int] | None:

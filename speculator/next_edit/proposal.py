@@ -19,7 +19,7 @@ from __future__ import annotations
 import bisect
 import difflib
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..edits import common_ends
 from .window import Window
@@ -48,6 +48,7 @@ class Candidate:
     confidence: float  # least probability of a token written for it
     mean_logprob: float
     whitespace_only: bool  # changes nothing but spaces and blank lines
+    span: tuple[int, int]  # where its new text lies in the traced answer
 
 
 @dataclass(frozen=True)
@@ -84,15 +85,21 @@ def candidates(
         head, tail = common_ends(old, new)
         start = window.start + old_starts[a1] + head
         edit = TextEdit(start, start + len(old) - head - tail, new[head : len(new) - tail])
-        probs: list[float] = []
-        if trace is not None:
-            span_start = answer_offset + new_starts[b1] + head
-            probs = trace.tokens_over(span_start, answer_offset + new_starts[b2] - tail)
-        confidence = min(probs) if probs else (1.0 if trace is None else 0.0)
-        mean = sum(math.log(max(p, 1e-12)) for p in probs) / len(probs) if probs else 0.0
+        span = (answer_offset + new_starts[b1] + head, answer_offset + new_starts[b2] - tail)
         blank = old.split() == new.split()
-        found.append(Candidate(edit, a1, a2, confidence, mean, blank))
+        found.append(scored(Candidate(edit, a1, a2, 1.0, 0.0, blank, span), trace))
     return found
+
+
+def scored(cand: Candidate, trace: TokenTrace | None) -> Candidate:
+    """The candidate with the confidence of the traced tokens that wrote it (None:
+    no trace, sure)."""
+    if trace is None:
+        return replace(cand, confidence=1.0, mean_logprob=0.0)
+    probs = trace.tokens_over(*cand.span)
+    confidence = min(probs) if probs else 0.0
+    mean = sum(math.log(max(p, 1e-12)) for p in probs) / len(probs) if probs else 0.0
+    return replace(cand, confidence=confidence, mean_logprob=mean)
 
 
 def choose(
