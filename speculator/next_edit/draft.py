@@ -9,7 +9,8 @@ rejected draft, not a wrong suggestion.
 Substitutions are read from the last edit by diffing its old and new lines word
 by word: a renamed identifier (`name -> attr_name`), a changed piece of text
 (`{"firstresult": True} -> firstresult=True`, `0, 1, 10 -> 10`), or a whole line
-changed the same way wherever it recurs (`pass -> ...`). A renamed attribute
+changed the same way wherever it recurs (`pass -> ...`). Lines inserted after a
+line are inserted after its twins too (line_edits.py). A renamed attribute
 (`self.result -> self._result`) is carried only to attributes, a renamed plain
 name only to plain names: the parameter `result` is another variable.
 """
@@ -21,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ..edits import common_ends
+from .line_edits import carry_insertion, insertion
 from .window import Hunk
 
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")
@@ -127,7 +129,12 @@ def word_pattern(name: str, member: bool) -> re.Pattern[str]:
 
 
 def draft_window(window: str, hunk: Hunk | None, skip_lines: tuple[int, int] | None) -> str:
-    """The window with the last edit's substitutions carried to its other lines."""
+    """The window with the last edit's substitutions, and the lines it inserted
+    (line_edits.py), carried to its other lines."""
     if hunk is None:
         return window
-    return apply_substitutions(window, substitutions(hunk), skip_lines)
+    draft = apply_substitutions(window, substitutions(hunk), skip_lines)
+    ins = insertion(hunk)
+    if ins is None:
+        return draft
+    return "\n".join(carry_insertion(draft.split("\n"), ins, skip_lines))

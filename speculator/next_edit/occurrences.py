@@ -8,7 +8,8 @@ a name in a string or a comment is not code to change. A name taken away as an
 attribute (`.result`, written so) is looked up as attributes only, a plain name as
 plain names only. The edit's other
 substitutions (a changed piece of text, a whole line changed: draft.py) are found
-as text outside strings and comments.
+as text outside strings and comments, and so are the lines that lines it inserted
+follow (line_edits.py).
 
 When none of these places lies in the window around the cursor but one does
 elsewhere, the window is widened to reach it when that costs a few lines, or else
@@ -29,6 +30,7 @@ from ..edits import Edit
 from ..languages import new_parser
 from ..syntax import STRING_OR_COMMENT, byte_offset, utf8
 from .draft import substitutions, word_pattern
+from .line_edits import anchors, insertion
 from .window import LINES_ABOVE, LINES_BELOW, Hunk, Window, choose_window, line_of, line_starts
 
 log = logging.getLogger(__name__)
@@ -99,6 +101,9 @@ def occurrence_lines(
             lines -= set(range(*skip))
         if len(lines) <= MAX_TEXT_PLACES:
             found |= lines
+    ins = insertion(hunk) if hunk is not None else None
+    if ins is not None:  # the line below an anchor is where the lines go
+        found |= {i + 1 for i in anchors(text.split("\n"), ins) if _in_code(root, text, starts[i])}
     if skip is not None:
         found -= set(range(*skip))
     return sorted(found)

@@ -1,0 +1,74 @@
+"""Lines inserted after a line, carried on: the same lines inserted after the other
+lines equal to it (`raise PluginValidationError(` given a new first argument),
+indented as each of them is. Beside draft.py's substitutions, which change lines
+in place.
+
+Lines compare stripped. An anchor shorter than MIN_ANCHOR_CHARS (`try:`, `else:`)
+or recurring more than MAX_ANCHOR_PLACES times points nowhere in particular and
+is not followed. Pasted lines are not carried the other way (deleted where they
+also stand): right after a paste, copying is likelier than moving.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..edits import common_ends
+from .window import Hunk
+
+MAX_ANCHOR_PLACES = 4
+MIN_ANCHOR_CHARS = 12
+
+
+@dataclass(frozen=True)
+class Insertion:
+    """Lines a hunk inserted (as written) below the line `anchor` (stripped)."""
+
+    anchor: str
+    indent: str  # the anchor line's indentation
+    lines: tuple[str, ...]
+
+
+def insertion(hunk: Hunk) -> Insertion | None:
+    """The lines the hunk inserted whole, and the line above them; None when it
+    replaced or deleted lines, or inserted blank ones."""
+    before, after = hunk.before, hunk.after
+    head, tail = common_ends(before, after)
+    added = after[head : len(after) - tail]
+    above = hunk.context_above + before[:head]
+    if head + tail != len(before) or not any(line.strip() for line in added) or not above:
+        return None
+    anchor = above[-1].strip()
+    if len(anchor) < MIN_ANCHOR_CHARS:
+        return None
+    return Insertion(anchor, _indent(above[-1]), tuple(added))
+
+
+def anchors(lines: list[str], ins: Insertion) -> list[int]:
+    """Indexes of the lines equal to the anchor that are not yet followed by the
+    inserted lines (none when the anchor recurs too often)."""
+    twins = [i for i, line in enumerate(lines) if line.strip() == ins.anchor]
+    if len(twins) > MAX_ANCHOR_PLACES:
+        return []
+    done = [line.strip() for line in ins.lines]
+    return [i for i in twins if [s.strip() for s in lines[i + 1 : i + 1 + len(done)]] != done]
+
+
+def carry_insertion(lines: list[str], ins: Insertion, skip: tuple[int, int] | None) -> list[str]:
+    """`lines` with the inserted lines after each anchor outside `skip` [a, b)."""
+    at = {i for i in anchors(lines, ins) if skip is None or not skip[0] <= i < skip[1]}
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        out.append(line)
+        if i in at:
+            out += [_reindented(new, ins.indent, _indent(line)) for new in ins.lines]
+    return out
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip())]
+
+
+def _reindented(line: str, old: str, new: str) -> str:
+    """`line`, written under an anchor indented `old`, under one indented `new`."""
+    return new + line[len(old) :] if line.startswith(old) else line
