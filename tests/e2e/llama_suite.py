@@ -33,6 +33,10 @@ SHIM = SHIM_DIR / "shim.py"
 EXPECTED = SHIM_DIR / "expected.txt"
 FILES = ("test_infill", "test_completion", "test_basic", "test_security", "test_tokenize")
 
+# The time a node id named to `run` may take, beyond a fixed allowance: a server's
+# start and a case on two busy cores (a whole file counts as one).
+SECONDS_PER_CASE = 60.0
+
 # What the issue leaves out: groundspec serves one model from one file on one address.
 OUT_OF_SCOPE = {
     "test_basic.py::test_load_split_model": "a split GGUF",
@@ -90,11 +94,14 @@ def run(
     model: Path,
     tests: list[str],
     *,
-    timeout: float = 590.0,
+    timeout: float | None = None,
 ) -> dict[str, str]:
     """Run `tests` (file names or node ids under unit/) in `dest` against `server`
     ("groundspec" or a llama-server binary); test id -> passed, failed, skipped
-    (with the first line of why, for a failure)."""
+    (with the first line of why, for a failure). `timeout`: by default a share per
+    test named (each starts a server: seconds on a busy two-core machine)."""
+    if timeout is None:
+        timeout = 300.0 + SECONDS_PER_CASE * len(tests)
     report = dest / f"report-{os.getpid()}-{free_port()}.xml"
     env = os.environ | {
         "LLAMA_SERVER_BIN_PATH": str(SHIM),

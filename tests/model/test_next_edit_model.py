@@ -1,4 +1,5 @@
-"""Next edits on the real model: a rename half done is carried on, the same edit
+"""Next edits on the real model: a rename half done is carried on (the model scoring
+the draft's change, as shipped), the same edit when the model rewrites the window
 with and without speculation, and a finished edit gets no suggestion."""
 
 from __future__ import annotations
@@ -6,6 +7,7 @@ from __future__ import annotations
 from speculator.edits import EditHistory
 from speculator.engine import SpeculativeEngine
 from speculator.next_edit.core import NextEditRequest
+from speculator.next_edit.proposal import MIN_CONFIDENCE, TextEdit
 
 CODE = """def total_price(items, tax_rate):
     subtotal = 0
@@ -16,7 +18,7 @@ CODE = """def total_price(items, tax_rate):
 """
 
 
-def renamed(speculation: str) -> NextEditRequest:
+def renamed(speculation: str, draft_only: bool | None = None) -> NextEditRequest:
     """`subtotal` renamed to `net` on its first line only."""
     history = EditHistory()
     at = CODE.index("subtotal = 0")
@@ -29,12 +31,23 @@ def renamed(speculation: str) -> NextEditRequest:
         path="price.py",
         speculation=speculation,  # type: ignore[arg-type]
         min_confidence=0.0,
+        draft_only=draft_only,
     )
 
 
-def test_off_and_auto_propose_the_same_edit(engine: SpeculativeEngine) -> None:
-    off = engine.next_edit(renamed("off"))
-    auto = engine.next_edit(renamed("auto"))
+def test_the_shipped_model_scores_the_rename_carried_on(engine: SpeculativeEngine) -> None:
+    result = engine.next_edit(renamed("auto"))
+    [edit] = result.edits
+    after = result_text(edit)
+    assert "subtotal" not in after and after.count("net") == 4
+    # The model wrote nothing: it scored the draft's change in one batch.
+    assert result.stats.generated_tokens == 0 and result.stats.prompt_tokens > 0
+    assert result.confidence is not None and result.confidence >= MIN_CONFIDENCE
+
+
+def test_off_and_auto_rewrites_propose_the_same_edit(engine: SpeculativeEngine) -> None:
+    off = engine.next_edit(renamed("off", draft_only=False))
+    auto = engine.next_edit(renamed("auto", draft_only=False))
     assert off.edits == auto.edits
     assert off.stats.generated_tokens > 0 and auto.stats.speculation == "auto"
 
@@ -42,3 +55,9 @@ def test_off_and_auto_propose_the_same_edit(engine: SpeculativeEngine) -> None:
 def test_a_document_without_recent_edits_gets_nothing(engine: SpeculativeEngine) -> None:
     request = NextEditRequest(text=CODE, cursor=0, edits=[], path="price.py")
     assert engine.next_edit(request).edits == []
+
+
+def result_text(edit: TextEdit) -> str:
+    """The document once the edit is applied to the half-renamed text."""
+    text = renamed("auto").text
+    return text[: edit.start] + edit.new_text + text[edit.end :]
