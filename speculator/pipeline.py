@@ -27,13 +27,10 @@
 SpeculativeEngine and RemoteEngine are Pipelines.
 
 Adding a request kind is one more prepare function, not another copy of the
-path. Next edit, for example, rewrites a window of the document given a draft
-text, as a refactor rewrites a selection given an instruction: its prepare
-function builds a RewriteJob (the window as `selection`/`code`, a prompt with
-the recent edits and the draft, the fence stop rule, `expected` set to the
-draft so the local decoder's lookup drafter and length projection follow it,
-its own `slot_kind`), and `Pipeline.rewrite(job)` generates, finishes and
-counts it as it does a refactor, on either generator.
+path. A next edit (`prepare_next_edit`) rewrites a window as a refactor rewrites
+a selection, the draft (the window with the last edit carried on) as `expected`
+for the lookup drafter; or the local generator only scores the draft's change
+in one batch (`score_answer`), which is all the shipped model is asked.
 """
 
 from __future__ import annotations
@@ -132,6 +129,8 @@ class RewriteJob:
     renames: dict[str, str] = field(default_factory=dict)  # old -> new names asked for
     expected: str = ""  # text the output is expected to resemble (default: `code`)
     slot_kind: str = "refactor"  # the local KV slot it is kept in, beside the document's
+    # One slot of its kind for every document: the prompts start alike in any file.
+    shared_slot: bool = False
     trace: bool = False  # record each token's probability (a next edit's confidence)
 
     @property
@@ -293,6 +292,7 @@ def prepare_next_edit(
         Limits.none(started),
         expected=plan.job.draft,
         slot_kind="next-edit",
+        shared_slot=True,  # the instructions, reused by the first ask in a file
         trace=True,
     )
     return plan, job

@@ -314,7 +314,7 @@ class LocalGenerator:
         expected_tokens = len(self.target.tokenize(job.expected_text))
         check_rewrite_fits(len(tokens), expected_tokens, self.session.n_ctx)
         # Its own slot: a rewrite never evicts the document's completion KV.
-        self.slots.enter((job.slot_kind, request.path or ""), [tokens])
+        self.slots.enter(rewrite_slot(job), [tokens])
         sync, logits = self.session.sync([tokens], cancel=cancel)
         budget = refactor_budget(request.max_tokens, expected_tokens)
         # A text the output should resemble, other than the selection in the prompt
@@ -353,7 +353,7 @@ class LocalGenerator:
         count = min(count, MAX_SCORED_TOKENS, self.session.room() - len(prompt))
         if count <= 0:
             return DraftScore(TokenTrace([], []), len(prompt), 0, 0.0)
-        self.slots.enter((job.slot_kind, job.request.path or ""), [prompt])
+        self.slots.enter(rewrite_slot(job), [prompt])
         sync, first = self.session.sync([prompt], cancel=cancel)
         probs = [token_prob(first, tokens[0])]
         if count > 1:
@@ -482,6 +482,12 @@ class LocalGenerator:
 
 # The most tokens of an answer scored in one batch (score_answer).
 MAX_SCORED_TOKENS = 256
+
+
+def rewrite_slot(job: RewriteJob) -> tuple[str, str]:
+    """The KV slot a rewrite (or a next edit's score) is kept in: its kind's, per
+    document unless the kind shares one."""
+    return job.slot_kind, "" if job.shared_slot else job.request.path or ""
 
 
 def slot_name(request: CompletionRequest) -> str:

@@ -70,7 +70,6 @@ class RewriteJob:
     stop: Callable[[str], int | None]  # where the answer ends (a StopRule)
     max_tokens: int
     speculation: Speculation
-    slot: str  # the KV slot the prompt is kept in
 
 
 @dataclass(frozen=True)
@@ -164,7 +163,6 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         stop=first_stop(prompt.stop, rejoin),
         max_tokens=(count_tokens or len(window.text) // 3 + 1) + REWRITE_MARGIN_TOKENS,
         speculation=request.speculation,
-        slot=f"next-edit:{request.path}",
     )
     change = next((c for c in candidates(window, draft, None) if fits(window, c, user_lines)), None)
     return Plan(window, prompt, job, user_lines, rejoin, change, draft_only)

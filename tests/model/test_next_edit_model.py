@@ -4,10 +4,13 @@ with and without speculation, and a finished edit gets no suggestion."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from speculator.edits import EditHistory
 from speculator.engine import SpeculativeEngine
 from speculator.next_edit.core import NextEditRequest
 from speculator.next_edit.proposal import MIN_CONFIDENCE, TextEdit
+from speculator.types import CompletionRequest
 
 CODE = """def total_price(items, tax_rate):
     subtotal = 0
@@ -50,6 +53,16 @@ def test_off_and_auto_rewrites_propose_the_same_edit(engine: SpeculativeEngine) 
     auto = engine.next_edit(renamed("auto", draft_only=False))
     assert off.edits == auto.edits
     assert off.stats.generated_tokens > 0 and auto.stats.speculation == "auto"
+
+
+def test_the_first_ask_in_another_file_reuses_the_instructions(engine: SpeculativeEngine) -> None:
+    engine.next_edit(renamed("auto"))
+    # A completion in between leaves the cache holding its own prompt.
+    engine.complete(CompletionRequest(text=CODE, cursor=len(CODE), max_tokens=4, path="c.py"))
+    other = engine.next_edit(replace(renamed("auto"), path="other.py"))
+    # The system prompt and the head of the edits' diff (about 120 tokens) come
+    # back from the shared next-edit slot, not evaluated again.
+    assert other.stats.reused_prompt_tokens >= 100
 
 
 def test_a_document_without_recent_edits_gets_nothing(engine: SpeculativeEngine) -> None:
