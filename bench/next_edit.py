@@ -37,6 +37,7 @@ from typing import Any
 
 from lsp_server.convert import LineIndex
 from speculator.next_edit.proposal import MIN_CONFIDENCE
+from speculator.totals import percentile
 
 from .cold import Server
 from .load import CpuLoad
@@ -161,15 +162,9 @@ def figures(runs: list[Played], mode: str, bar: float = 0.0) -> dict[str, float]
         "quiet": sum(not proposed(a) for a in noop_tasks) / max(1, len(noop_tasks)),
         "proposals": len(proposals),
         "right": len(right),
-        "p50_ms": _percentile(latencies, 0.5),
-        "p95_ms": _percentile(latencies, 0.95),
+        "p50_ms": percentile(latencies, 50),
+        "p95_ms": percentile(latencies, 95),
     }
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
 
 
 def compare(runs: list[Played], base: str = "off", fast: str = "auto") -> dict[str, float]:
@@ -187,6 +182,7 @@ def compare(runs: list[Played], base: str = "off", fast: str = "auto") -> dict[s
         / max(1e-9, sum(f.stats["decodeMs"] for _, f in pairs)),
         "identical": same,
         "tasks": len(pairs),
+        "decoded": len(ratios),  # tasks where both modes decoded a rewrite
     }
 
 
@@ -204,16 +200,18 @@ def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> lis
         )
     if {"off", "auto"} <= set(modes):
         c = compare(runs)
-        lines.append(
+        speed = (
             f"decode speedup auto/off: median {c['speedup_median']:.2f}x, "
-            f"total {c['speedup_total']:.2f}x; same edits on {c['identical']:.0f} of "
-            f"{c['tasks']:.0f} tasks"
+            f"total {c['speedup_total']:.2f}x"
+            if c["decoded"]
+            else "nothing decoded (the model only scored drafts: no rewrite to speed up)"
         )
+        lines.append(f"{speed}; same edits on {c['identical']:.0f} of {c['tasks']:.0f} tasks")
     first = sorted(p.answers[p.order[0]].ms for p in runs if p.order)
     if len(modes) > 1 and first:
         lines.append(
             f"first ask of each task (its prompt not yet cached): p50 "
-            f"{_percentile(first, 0.5) / 1000:.1f} s, p95 {_percentile(first, 0.95) / 1000:.1f} s"
+            f"{percentile(first, 50) / 1000:.1f} s, p95 {percentile(first, 95) / 1000:.1f} s"
         )
     if sweep:
         mode = modes[-1]
@@ -224,8 +222,10 @@ def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> lis
     return lines
 
 
-def start(sweep: bool, min_confidence: float) -> Server:
-    env = dict(os.environ, GROUNDSPEC_LOG_LEVEL="INFO")
+def start(sweep: bool, min_confidence: float, kv_dir: str) -> Server:
+    """The server, its KV slots kept in `kv_dir` (empty: no prompt of an earlier run
+    is found on disk, so each task's first ask pays its prompt as a new edit does)."""
+    env = dict(os.environ, GROUNDSPEC_LOG_LEVEL="INFO", GROUNDSPEC_KV_DIR=kv_dir)
     server = Server(env)
     options = {
         "cacheEntries": 0,
@@ -287,7 +287,13 @@ def run_bench(args: argparse.Namespace) -> int:
 def play_all(
     tasks: list[dict[str, Any]], modes: list[str], sweep: bool, min_confidence: float
 ) -> list[Played]:
-    server = start(sweep, min_confidence)
+    with tempfile.TemporaryDirectory(prefix="groundspec-nes-kv-") as kv_dir:
+        return _play_all(start(sweep, min_confidence, kv_dir), tasks, modes, sweep)
+
+
+def _play_all(
+    server: Server, tasks: list[dict[str, Any]], modes: list[str], sweep: bool
+) -> list[Played]:
     runs: list[Played] = []
     try:
         for index, task in enumerate(tasks):

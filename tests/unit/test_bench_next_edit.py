@@ -1,12 +1,25 @@
 """The next-edit benchmark without a server: the order modes are asked in, and how
-an answer is judged (bench/next_edit.py)."""
+an answer is judged (bench/next_edit.py), and the report's summary and held-out
+tasks (bench/next_edit_results.py)."""
 
 from __future__ import annotations
 
 import queue
+import subprocess
+from pathlib import Path
 from typing import Any
 
-from bench.next_edit import Answer, Played, mode_order, play, report
+import pytest
+
+from bench.next_edit import Answer, Played, load_tasks, mode_order, play, report
+from bench.next_edit_results import (
+    CHECKOUT,
+    HELD_OUT_COMMIT,
+    MINER,
+    Run,
+    held_out_tasks,
+    summary_row,
+)
 
 TASK = {
     "id": "demo:1:a.py",
@@ -67,3 +80,27 @@ def test_report_gives_the_first_ask_latency_apart() -> None:
     runs = [played(["off", "auto"], 9000.0), played(["auto", "off"], 7000.0)]
     lines = report(runs, ["off", "auto"], sweep=False, bar=0.8)
     assert "first ask of each task (its prompt not yet cached): p50 7.0 s, p95 9.0 s" in lines
+
+
+def test_the_results_summary_row_reads_auto_at_the_default_bar() -> None:
+    server = FakeServer()
+    played = [play(server, TASK, ["off", "auto"], sweep=False, index=i) for i in range(2)]  # type: ignore[arg-type]
+    row = summary_row(Run("dev, quiet", "dev", False), played)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[0] == "dev, quiet"
+    assert cells[1] == "100% (2)" and cells[2].startswith("100% (2 proposed)")
+    assert cells[-1] == "2/2"  # off and auto proposed the same edits
+
+
+def test_held_out_tasks_are_mined_from_this_history(tmp_path: Path) -> None:
+    if not MINER.exists():
+        pytest.skip("shared/nes/mine.py is not beside this checkout")
+    probe = ["git", "-C", str(CHECKOUT), "rev-parse", "--verify", "-q", HELD_OUT_COMMIT]
+    if subprocess.run(probe, capture_output=True).returncode != 0:
+        pytest.skip(f"this checkout's history does not reach {HELD_OUT_COMMIT} (a shallow clone)")
+    tasks = load_tasks(held_out_tasks(tmp_path), None)
+    kinds = {t["kind"] for t in tasks}
+    assert kinds == {"edit", "noop"} and len(tasks) > 20
+    for task in tasks:
+        assert task["repo"] == "groundspec" and task["path"].endswith(".py")
+        assert task["after_change"] != task["original"]
