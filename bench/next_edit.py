@@ -44,6 +44,8 @@ from .load import CpuLoad
 
 DEV_TASKS = Path(__file__).resolve().parents[2] / "shared" / "nes" / "dev.jsonl"
 BARS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
+# The workspace the tasks' files are opened in (never written: documents are sent).
+WORKSPACE = Path(tempfile.gettempdir()) / "groundspec-nes"
 CONFIDENCE = re.compile(r"next edit proposed, confidence ([0-9.]+)")
 
 
@@ -103,7 +105,9 @@ def mode_order(modes: list[str], index: int) -> list[str]:
 def play(
     server: Server, task: dict[str, Any], modes: list[str], sweep: bool, index: int = 0
 ) -> Played:
-    uri = (Path(tempfile.gettempdir()) / "groundspec-nes" / task["id"].replace(":", "_")).as_uri()
+    # The task's own path under the workspace root, as a user's file would be (one
+    # task at a time holds it: each is opened, asked and closed in turn).
+    uri = (WORKSPACE / task["path"]).as_uri()
     item = {"uri": uri, "languageId": "python", "version": 1, "text": task["original"]}
     server.notify("textDocument/didOpen", {"textDocument": item})
     change = {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [task["change"]]}
@@ -235,7 +239,12 @@ def start(sweep: bool, min_confidence: float, kv_dir: str) -> Server:
     }
     server.call(
         "initialize",
-        {"processId": os.getpid(), "capabilities": {}, "initializationOptions": options},
+        {
+            "processId": os.getpid(),
+            "rootUri": WORKSPACE.as_uri(),
+            "capabilities": {},
+            "initializationOptions": options,
+        },
     )
     server.notify("initialized", {})
     deadline = time.monotonic() + 300

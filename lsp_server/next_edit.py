@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -112,10 +113,23 @@ async def _run(
         await asyncio.sleep(options.next_edit_debounce_ms / 1000)
         if service.source(req.text_document.uri).version != src.version:
             return src, NextEditResult([], Stats(speculation=speculation), reason="typing on")
-    request = request_for(service.documents, src, cursor, speculation, options)
+    root = service.workspace_root
+    request = request_for(service.documents, src, cursor, speculation, options, root)
     token = CancelToken()
     result = await service.run_engine(lambda e: run_on_engine(e, request, token), token)
     return src, result
+
+
+def shown_path(path: str, root: str | None) -> str:
+    """`path` relative to the workspace root when it lies under it (`src/app.py`, as
+    the model saw files named in diffs: fewer prompt tokens than /home/...), else
+    as it is."""
+    if root:
+        try:
+            return Path(path).relative_to(root).as_posix()
+        except ValueError:
+            pass
+    return path
 
 
 def request_for(
@@ -124,17 +138,21 @@ def request_for(
     cursor: int,
     speculation: Speculation,
     options: ServerOptions,
+    root: str | None = None,
 ) -> NextEditRequest:
-    """The engine request: the document now, its recent edits and a few elsewhere."""
+    """The engine request: the document now, its recent edits and a few elsewhere,
+    each file named as a diff names it, from the workspace `root`."""
     assert src.uri is not None
     history = documents.history
     return NextEditRequest(
         text=src.text,
         cursor=cursor,
         edits=history.edits(src.uri),
-        path=src.path or src.uri,
+        path=shown_path(src.path or src.uri, root),
         language_id=src.language_id,
-        elsewhere=_elsewhere(documents, history, src.uri),
+        elsewhere=[
+            (shown_path(p, root), b, e) for p, b, e in _elsewhere(documents, history, src.uri)
+        ],
         speculation=speculation,
         prompt_format=options.next_edit_format,
         min_confidence=options.next_edit_min_confidence,

@@ -23,6 +23,7 @@ from bench.next_edit_results import (
 
 TASK = {
     "id": "demo:1:a.py",
+    "path": "a.py",
     "kind": "edit",
     "original": "a = 1\nb = a\n",
     "change": {
