@@ -3,9 +3,9 @@ lines equal to it (`raise PluginValidationError(` given a new first argument),
 indented as each of them is. Beside draft.py's substitutions, which change lines
 in place.
 
-Lines compare stripped. An anchor shorter than MIN_ANCHOR_CHARS (`try:`, `else:`)
-or recurring more than MAX_ANCHOR_PLACES times points nowhere in particular and
-is not followed. Pasted lines are not carried the other way (deleted where they
+Lines compare stripped. More than MAX_INSERTED_LINES inserted are a new block. An
+anchor shorter than MIN_ANCHOR_CHARS (`try:`, `else:`) or recurring more than
+MAX_ANCHOR_PLACES times points nowhere in particular and is not followed. Pasted lines are not carried the other way (deleted where they
 also stand): right after a paste, copying is likelier than moving.
 """
 
@@ -18,6 +18,9 @@ from .window import Hunk
 
 MAX_ANCHOR_PLACES = 4
 MIN_ANCHOR_CHARS = 12
+# More lines than this are a new block, not a change to repeat (and a hunk shows
+# at most window.MAX_HUNK_LINES of them: a longer one would be carried cut).
+MAX_INSERTED_LINES = 8
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,8 @@ def insertion(hunk: Hunk) -> Insertion | None:
     added = after[head : len(after) - tail]
     above = hunk.context_above + before[:head]
     if head + tail != len(before) or not any(line.strip() for line in added) or not above:
+        return None
+    if len(added) > MAX_INSERTED_LINES:
         return None
     anchor = above[-1].strip()
     if len(anchor) < MIN_ANCHOR_CHARS:

@@ -79,6 +79,8 @@ def test_short_or_common_anchors_and_replaced_lines_are_not_followed() -> None:
     assert insertion(short) is None
     replaced = Hunk("m.py", 2, ["    old()"], ["    new()", "    more()"], ["", ANCHOR], [])
     assert insertion(replaced) is None
+    block = Hunk("m.py", 2, [], [f"    step{i}()" for i in range(9)], ["", ANCHOR], [])
+    assert insertion(block) is None  # nine lines: a new block, not a change to repeat
     common = Hunk("m.py", 1, [], ["    a,"], [ANCHOR], [")"])
     ins = insertion(common)
     assert ins is not None
