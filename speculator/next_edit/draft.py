@@ -22,7 +22,7 @@ import re
 from dataclasses import dataclass
 
 from ..edits import common_ends
-from .line_edits import carry_insertion, insertion
+from .line_edits import carry_insertion, indentation, insertion
 from .window import Hunk
 
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")
@@ -112,8 +112,7 @@ def _substituted(line: str, subs: list[Substitution]) -> str:
     for sub in subs:
         if sub.whole_line:
             if line.strip() == sub.old:
-                indent = line[: len(line) - len(line.lstrip())]
-                return indent + sub.new
+                return indentation(line) + sub.new
             continue
         if sub.whole_word:
             line = word_pattern(sub.old, sub.member).sub(sub.new.replace("\\", "\\\\"), line)

@@ -5,8 +5,9 @@ in place.
 
 Lines compare stripped. More than MAX_INSERTED_LINES inserted are a new block. An
 anchor shorter than MIN_ANCHOR_CHARS (`try:`, `else:`) or recurring more than
-MAX_ANCHOR_PLACES times points nowhere in particular and is not followed. Pasted lines are not carried the other way (deleted where they
-also stand): right after a paste, copying is likelier than moving.
+MAX_ANCHOR_PLACES times points nowhere in particular and is not followed. Pasted
+lines are not carried the other way (deleted where they also stand): right after
+a paste, copying is likelier than moving.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def insertion(hunk: Hunk) -> Insertion | None:
     anchor = above[-1].strip()
     if len(anchor) < MIN_ANCHOR_CHARS:
         return None
-    return Insertion(anchor, _indent(above[-1]), tuple(added))
+    return Insertion(anchor, indentation(above[-1]), tuple(added))
 
 
 def anchors(lines: list[str], ins: Insertion) -> list[int]:
@@ -66,11 +67,12 @@ def carry_insertion(lines: list[str], ins: Insertion, skip: tuple[int, int] | No
     for i, line in enumerate(lines):
         out.append(line)
         if i in at:
-            out += [_reindented(new, ins.indent, _indent(line)) for new in ins.lines]
+            out += [_reindented(new, ins.indent, indentation(line)) for new in ins.lines]
     return out
 
 
-def _indent(line: str) -> str:
+def indentation(line: str) -> str:
+    """The line's leading whitespace."""
     return line[: len(line) - len(line.lstrip())]
 
 
