@@ -171,6 +171,11 @@ def figures(runs: list[Played], mode: str, bar: float = 0.0) -> dict[str, float]
     }
 
 
+def first_asks(runs: list[Played]) -> list[float]:
+    """Each task's first ask's latency (its prompt not yet cached), sorted, in ms."""
+    return sorted(p.answers[p.order[0]].ms for p in runs if p.order)
+
+
 def compare(runs: list[Played], base: str = "off", fast: str = "auto") -> dict[str, float]:
     """Decode speedup of `fast` over `base` (median of per-task ratios) and identity."""
     pairs = [(p.answers[base], p.answers[fast]) for p in runs if {base, fast} <= set(p.answers)]
@@ -211,7 +216,7 @@ def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> lis
             else "nothing decoded (the model only scored drafts: no rewrite to speed up)"
         )
         lines.append(f"{speed}; same edits on {c['identical']:.0f} of {c['tasks']:.0f} tasks")
-    first = sorted(p.answers[p.order[0]].ms for p in runs if p.order)
+    first = first_asks(runs)
     if len(modes) > 1 and first:
         lines.append(
             f"first ask of each task (its prompt not yet cached): p50 "

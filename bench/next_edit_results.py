@@ -30,6 +30,7 @@ from .next_edit import (
     Played,
     compare,
     figures,
+    first_asks,
     load_tasks,
     play_all,
     report,
@@ -66,7 +67,8 @@ def held_out_tasks(dest: Path) -> Path:
     subprocess.run(["git", "clone", "-q", "--bare", str(CHECKOUT), str(repo)], check=True)
     git = ["git", "--git-dir", str(repo)]
     sha = subprocess.run([*git, "rev-parse", HELD_OUT_COMMIT], check=True, capture_output=True)
-    subprocess.run([*git, "update-ref", "--no-deref", "HEAD", sha.stdout.decode().strip()])
+    head = sha.stdout.decode().strip()
+    subprocess.run([*git, "update-ref", "--no-deref", "HEAD", head], check=True)
     out = dest / "held-out.jsonl"
     miner = [sys.executable, str(MINER), str(repo), str(out), "--max", str(HELD_OUT_MAX)]
     subprocess.run(miner, check=True, stdout=subprocess.DEVNULL)
@@ -76,7 +78,7 @@ def held_out_tasks(dest: Path) -> Path:
 def summary_row(run: Run, played: list[Played]) -> str:
     f = figures(played, "auto", MIN_CONFIDENCE)
     c = compare(played)
-    first = sorted(p.answers[p.order[0]].ms for p in played)
+    first = first_asks(played)
     latency = f"{f['p50_ms'] / 1000:.1f} / {f['p95_ms'] / 1000:.1f} s"
     cold = f"{percentile(first, 50) / 1000:.1f} / {percentile(first, 95) / 1000:.1f} s"
     same = f"{c['identical']:.0f}/{c['tasks']:.0f}"
