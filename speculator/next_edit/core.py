@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from ..edits import Edit, snapshots
 from ..types import CancelToken, EngineError, Speculation, Stats
+from .call_edits import carried_lines
 from .draft import draft_window
 from .occurrences import occurrence_lines, removed_names, target_window
 from .prompts import (
@@ -141,9 +142,10 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
     before = last.undo(request.text)
     names = removed_names(before, request.text, last, request.language_id)
     places = occurrence_lines(request.text, request.language_id, names, hunk, focus)
-    window = target_window(request.text, request.cursor, focus, places)
+    rewrites = carried_lines(request.text, hunk, focus, request.language_id)
+    window = target_window(request.text, request.cursor, focus, sorted({*places, *rewrites}))
     user_lines = _window_lines(window, focus)
-    draft = draft_window(window.text, hunk, user_lines)
+    draft = draft_window(window.text, hunk, user_lines, _in_window(rewrites, window))
     given = PromptInput(
         path=request.path,
         language_id=request.language_id,
@@ -256,6 +258,12 @@ def _window_lines(window: Window, lines: tuple[int, int] | None) -> tuple[int, i
     if lines is None or lines[1] <= window.first_line or lines[0] >= window.end_line:
         return None
     return lines[0] - window.first_line, lines[1] - window.first_line
+
+
+def _in_window(rewrites: dict[int, str], window: Window) -> dict[int, str]:
+    """Document lines rewritten, as the window's lines."""
+    first, end = window.first_line, window.end_line
+    return {i - first: line for i, line in rewrites.items() if first <= i < end}
 
 
 def _elsewhere_hunks(request: NextEditRequest) -> list[Hunk]:

@@ -10,7 +10,8 @@ Substitutions are read from the last edit by diffing its old and new lines word
 by word: a renamed identifier (`name -> attr_name`), a changed piece of text
 (`{"firstresult": True} -> firstresult=True`, `0, 1, 10 -> 10`), or a whole line
 changed the same way wherever it recurs (`pass -> ...`). Lines inserted after a
-line are inserted after its twins too (line_edits.py). A renamed attribute
+line are inserted after its twins too (line_edits.py), and an argument or a
+parameter added is carried to the other calls or into the body (call_edits.py). A renamed attribute
 (`self.result -> self._result`) is carried only to attributes, a renamed plain
 name only to plain names: the parameter `result` is another variable.
 """
@@ -127,11 +128,20 @@ def word_pattern(name: str, member: bool) -> re.Pattern[str]:
     return re.compile(rf"{before}{re.escape(name)}(?!\w)")
 
 
-def draft_window(window: str, hunk: Hunk | None, skip_lines: tuple[int, int] | None) -> str:
+def draft_window(
+    window: str,
+    hunk: Hunk | None,
+    skip_lines: tuple[int, int] | None,
+    rewrites: dict[int, str] | None = None,
+) -> str:
     """The window with the last edit's substitutions, and the lines it inserted
-    (line_edits.py), carried to its other lines."""
+    (line_edits.py), carried to its other lines; `rewrites`: window lines written
+    anew by call_edits.py (an argument or a parameter carried on)."""
     if hunk is None:
         return window
+    if rewrites:
+        lines = window.split("\n")
+        window = "\n".join(rewrites.get(i, line) for i, line in enumerate(lines))
     draft = apply_substitutions(window, substitutions(hunk), skip_lines)
     ins = insertion(hunk)
     if ins is None:

@@ -1,0 +1,225 @@
+"""A call or a signature changed, carried on, beside draft.py's substitutions:
+
+- an argument added to one call (`shlex.split(line)` -> `shlex.split(line,
+  comments=True)`) is added to the other calls of the same function that lack it;
+- a parameter added with a name as its default (`timeout: float = TIMEOUT_S`)
+  takes that name's place in the function's body: the body now reads the parameter.
+
+Both give lines of the document rewritten, by line number: the draft writes them
+(draft.py) and the window follows them as it follows renames (core.prepare).
+Only a one-line change that inserted text, and nothing else, is read this way.
+"""
+
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass
+
+from ..edits import common_ends
+from .line_edits import indentation
+from .window import Hunk, line_of, line_starts
+
+_CALLEE = re.compile(r"[A-Za-z_][\w.]*$")
+_DEF = re.compile(r"\s*(async\s+)?def\s")
+# `, name: type = DEFAULT` or `name=DEFAULT, ` inserted into a signature.
+_PARAMETER = re.compile(r",?\s*(\w+)\s*(?::[^=,]+)?=\s*([A-Za-z_][\w.]*)\s*,?\s*")
+# A call's parentheses are looked for this far (characters): calls are short.
+MAX_CALL_CHARS = 2000
+# A signature spans at most this many lines above the changed one.
+MAX_SIGNATURE_LINES = 15
+# The body a new parameter's default is replaced in: at most this many lines.
+MAX_BODY_LINES = 200
+
+
+@dataclass(frozen=True)
+class ArgumentInsertion:
+    """`text` inserted into a call of `callee`: after its `(` when `first`, else
+    before its `)`."""
+
+    callee: str
+    text: str
+    first: bool
+
+
+@dataclass(frozen=True)
+class NewParameter:
+    """A parameter `name` added to a signature with the name `default` as its default."""
+
+    name: str
+    default: str
+
+
+def carried_lines(
+    text: str, hunk: Hunk | None, focus: tuple[int, int] | None, language_id: str
+) -> dict[int, str]:
+    """Lines of `text` (by 0-based number) rewritten with the hunk's argument or
+    parameter carried on; the lines in `focus` [a, b), the user's edit, left out."""
+    if hunk is None or focus is None:
+        return {}
+    lines = text.split("\n")
+    rewrites: dict[int, str] = {}
+    ins = argument_insertion(hunk)
+    if ins is not None:
+        rewrites.update(_with_argument(text, ins, focus))
+    param = new_parameter(hunk) if language_id == "python" else None
+    if param is not None:
+        for i in body_lines(lines, focus):
+            new = _word(param.default).sub(param.name, rewrites.get(i, lines[i]))
+            if new != lines[i]:
+                rewrites[i] = new
+    return rewrites
+
+
+def argument_insertion(hunk: Hunk) -> ArgumentInsertion | None:
+    """The argument a one-line edit inserted into a call, None if it did something else."""
+    inserted = _inserted(hunk)
+    if inserted is None:
+        return None
+    old, at, text = inserted
+    if not re.search(r"\w", text) or len(text.strip()) < 2:
+        return None
+    if at > 0 and old[at - 1] == "(":
+        opening, first = at - 1, True
+    elif at < len(old) and old[at] == ")":
+        found = _opening(old, at)
+        if found is None:
+            return None
+        opening, first = found, False
+    else:
+        return None
+    callee = _CALLEE.search(old[:opening])
+    if callee is None or keyword.iskeyword(callee.group().split(".")[-1]):
+        return None
+    if re.search(r"\b(def|class)\s+$", old[: callee.start()]):
+        return None  # a signature: new_parameter's
+    return ArgumentInsertion(callee.group(), text, first)
+
+
+def new_parameter(hunk: Hunk) -> NewParameter | None:
+    """The parameter a one-line edit added with a name as its default, if it did."""
+    inserted = _inserted(hunk)
+    if inserted is None:
+        return None
+    old, at, text = inserted
+    match = _PARAMETER.fullmatch(text)
+    if match is None or "(" not in old[:at] and not hunk.context_above:
+        return None
+    name, default = match.groups()
+    if default in ("None", "True", "False", "self", name) or keyword.iskeyword(default):
+        return None
+    return NewParameter(name, default)
+
+
+def body_lines(lines: list[str], focus: tuple[int, int]) -> list[int]:
+    """The lines of the body of the function whose signature holds line focus[0]
+    (none when no `def` is found above it)."""
+    top = next(
+        (
+            i
+            for i in range(focus[0], max(-1, focus[0] - MAX_SIGNATURE_LINES), -1)
+            if _DEF.match(lines[i])
+        ),
+        None,
+    )
+    if top is None:
+        return []
+    # The signature ends at the first line ending in `:` from the def on.
+    end = next(
+        (
+            i
+            for i in range(top, min(len(lines), top + MAX_SIGNATURE_LINES))
+            if _ends_block(lines[i])
+        ),
+        None,
+    )
+    if end is None or end < focus[0]:
+        return []
+    depth = len(indentation(lines[top]))
+    body = []
+    for i in range(end + 1, min(len(lines), end + 1 + MAX_BODY_LINES)):
+        if lines[i].strip() and len(indentation(lines[i])) <= depth:
+            break
+        body.append(i)
+    return body
+
+
+def _inserted(hunk: Hunk) -> tuple[str, int, str] | None:
+    """For a hunk that changed one line by inserting text into it: the old line,
+    where the text went, and the text."""
+    head, tail = common_ends(hunk.before, hunk.after)
+    if len(hunk.before) != len(hunk.after) or len(hunk.before) - head - tail != 1:
+        return None
+    old, new = hunk.before[head], hunk.after[head]
+    first, last = common_ends(old, new)
+    if first + last != len(old) or len(new) <= len(old):
+        return None
+    return old, first, new[first : len(new) - last]
+
+
+def _opening(line: str, closing: int) -> int | None:
+    """Where the `(` matching the `)` at `closing` is, if on the line."""
+    depth = 0
+    for i in range(closing, -1, -1):
+        depth += {")": 1, "(": -1}.get(line[i], 0)
+        if depth == 0:
+            return i
+    return None
+
+
+def _closing(text: str, opening: int) -> int | None:
+    """Where the `)` matching the `(` at `opening` is (strings skipped roughly)."""
+    depth, quote = 0, ""
+    for i in range(opening, min(len(text), opening + MAX_CALL_CHARS)):
+        char = text[i]
+        if quote:
+            if char == quote and text[i - 1] != "\\":
+                quote = ""
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i if char == ")" else None
+    return None
+
+
+def _with_argument(text: str, ins: ArgumentInsertion, focus: tuple[int, int]) -> dict[int, str]:
+    """The lines where other calls of the callee get the inserted argument."""
+    starts = line_starts(text)
+    done = ins.text.strip(", ")
+    keyword_arg = re.match(r"\s*(\w+)\s*=", done)
+    inserts: list[tuple[int, str]] = []
+    for match in re.finditer(rf"(?<![\w.]){re.escape(ins.callee)}\s*\(", text):
+        line = line_of(starts, match.start())
+        opening = match.end() - 1
+        closing = _closing(text, opening)
+        if focus[0] <= line < focus[1] or closing is None:
+            continue
+        args = text[opening + 1 : closing]
+        if done in args or keyword_arg and re.search(rf"\b{keyword_arg[1]}\s*=", args):
+            continue
+        if not args.strip():
+            inserts.append((opening + 1, done))
+        elif ins.first:
+            inserts.append((opening + 1, ins.text))
+        elif not args.rstrip().endswith(","):
+            inserts.append((closing, ins.text))
+    new_text = text
+    for at, piece in sorted(inserts, reverse=True):
+        new_text = new_text[:at] + piece + new_text[at:]
+    old_lines, new_lines = text.split("\n"), new_text.split("\n")
+    return {
+        i: new for i, (old, new) in enumerate(zip(old_lines, new_lines, strict=True)) if old != new
+    }
+
+
+def _ends_block(line: str) -> bool:
+    code = line.split("#", 1)[0].rstrip()
+    return code.endswith(":")
+
+
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")
