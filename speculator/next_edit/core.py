@@ -37,12 +37,17 @@ from .proposal import (
     scored,
 )
 from .rejoin import RejoinStop, first_stop
-from .window import Hunk, Window, edited_lines, hunk_of, recent_hunks
+from .window import Hunk, Window, choose_window, edited_lines, hunk_of, line_starts, recent_hunks
 
 log = logging.getLogger(__name__)
 
 # A rewrite may be this many tokens longer than its window's, then it is a runaway.
 REWRITE_MARGIN_TOKENS = 64
+# A draft-only model scores the draft's change reading only this many lines above
+# and below it (the full window only finds the change). On the dev tasks that
+# ask, new prompt tokens fell by 30% (mean 290 -> 204) with the same proposals
+# right (9) and wrong (4); 3 lines scored the same and proposed one more wrong.
+SCORE_CONTEXT_LINES = 2
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,15 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
     window = target_window(request.text, request.cursor, focus, sorted({*places, *rewrites}))
     user_lines = _window_lines(window, focus)
     draft = draft_window(window.text, hunk, user_lines, _in_window(rewrites, window))
+    draft_only = request.draft_only
+    if draft_only is None:
+        draft_only = request.prompt_format in DRAFT_ONLY_FORMATS
+    change = _first_change(window, draft, user_lines)
+    if draft_only and change is not None:
+        window = _scoring_window(request.text, window, change)
+        user_lines = _window_lines(window, focus)
+        draft = draft_window(window.text, hunk, user_lines, _in_window(rewrites, window))
+        change = _first_change(window, draft, user_lines)
     given = PromptInput(
         path=request.path,
         language_id=request.language_id,
@@ -156,9 +170,6 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
     )
     prompt = build_prompt(request.prompt_format, given)
     rejoin = RejoinStop(window, user_lines)
-    draft_only = request.draft_only
-    if draft_only is None:
-        draft_only = request.prompt_format in DRAFT_ONLY_FORMATS
     job = RewriteJob(
         prompt=prompt.text,
         draft=draft,
@@ -166,7 +177,6 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         max_tokens=(count_tokens or len(window.text) // 3 + 1) + REWRITE_MARGIN_TOKENS,
         speculation=request.speculation,
     )
-    change = next((c for c in candidates(window, draft, None) if fits(window, c, user_lines)), None)
     return Plan(window, prompt, job, user_lines, rejoin, change, draft_only)
 
 
@@ -258,6 +268,22 @@ def _window_lines(window: Window, lines: tuple[int, int] | None) -> tuple[int, i
     if lines is None or lines[1] <= window.first_line or lines[0] >= window.end_line:
         return None
     return lines[0] - window.first_line, lines[1] - window.first_line
+
+
+def _scoring_window(text: str, window: Window, change: Candidate) -> Window:
+    """The lines a draft-only model reads to score the draft's change: the change's
+    own lines and SCORE_CONTEXT_LINES around them, the cursor marker at its start."""
+    first = window.first_line + change.first_line
+    lines = (first, window.first_line + max(change.end_line, change.first_line + 1))
+    at = line_starts(text)[first]
+    return choose_window(text, at, lines, SCORE_CONTEXT_LINES, SCORE_CONTEXT_LINES)
+
+
+def _first_change(
+    window: Window, draft: str, user_lines: tuple[int, int] | None
+) -> Candidate | None:
+    """The draft's first change that could be proposed (unscored)."""
+    return next((c for c in candidates(window, draft, None) if fits(window, c, user_lines)), None)
 
 
 def _in_window(rewrites: dict[int, str], window: Window) -> dict[int, str]:

@@ -4,8 +4,10 @@ comment (speculator/next_edit/occurrences.py)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from speculator.edits import Edit, EditHistory
-from speculator.next_edit.core import NextEditRequest, prepare
+from speculator.next_edit.core import SCORE_CONTEXT_LINES, NextEditRequest, prepare
 from speculator.next_edit.occurrences import occurrence_lines, removed_names, target_window
 from speculator.next_edit.window import Hunk, choose_window
 
@@ -15,13 +17,22 @@ def document(lines: dict[int, str], total: int = 100) -> str:
     return "".join(lines.get(i, f"x{i} = {i}") + "\n" for i in range(total))
 
 
-def renamed(text: str, line: int, old: str, new: str) -> NextEditRequest:
-    """The request after the user renamed `old` to `new` on `line` of `text`."""
+def renamed(
+    text: str, line: int, old: str, new: str, draft_only: bool | None = False
+) -> NextEditRequest:
+    """The request after the user renamed `old` to `new` on `line` of `text`, for a
+    model that rewrites the window (draft_only=None: as the default format says)."""
     at = sum(len(row) + 1 for row in text.split("\n")[:line]) + text.split("\n")[line].index(old)
     history = EditHistory()
     history.record("u", at, old, new)
     after = text[:at] + new + text[at + len(old) :]
-    return NextEditRequest(text=after, cursor=at + len(new), edits=history.edits("u"), path="m.py")
+    return NextEditRequest(
+        text=after,
+        cursor=at + len(new),
+        edits=history.edits("u"),
+        path="m.py",
+        draft_only=draft_only,
+    )
 
 
 def hunk(before: str, after: str) -> Hunk:
@@ -58,6 +69,18 @@ def test_a_rename_at_line_10_with_another_use_at_line_80_moves_the_window_there(
     # carries the rename to the place.
     assert plan.user_lines is None
     assert "report(amount)" in plan.job.draft
+
+
+def test_a_model_that_scores_the_draft_reads_only_the_lines_around_its_change() -> None:
+    text = document({10: "count = start()", 80: "report(count)"})
+    request = renamed(text, 10, "count", "amount", draft_only=None)
+    scored, rewritten = prepare(request), prepare(replace(request, draft_only=False))
+    assert scored is not None and rewritten is not None and scored.draft_only
+    lines = range(80 - SCORE_CONTEXT_LINES, 80 + SCORE_CONTEXT_LINES + 1)
+    assert (scored.window.first_line, scored.window.end_line) == (lines.start, lines.stop)
+    assert scored.draft_change is not None and rewritten.draft_change is not None
+    assert scored.draft_change.edit == rewritten.draft_change.edit  # the same change
+    assert len(scored.prompt.text) < len(rewritten.prompt.text)
 
 
 def test_names_in_strings_and_comments_are_not_places() -> None:
