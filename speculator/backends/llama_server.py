@@ -89,6 +89,7 @@ class LlamaServerEngine(RemoteEngine):
         fence: str,
         stop: StopRule,
         cancel: CancelToken | None,
+        trace: bool = False,
     ) -> Generation:
         body = {
             "prompt": prompt,
@@ -96,6 +97,9 @@ class LlamaServerEngine(RemoteEngine):
             "stop": ["\n" + fence],
             **_sampling(request),
             **_cache_fields(),
+            # The chosen token's pre-sampling probability with each one: a next
+            # edit's confidence (Generation._trace).
+            **({"n_probs": 1} if trace else {}),
         }
         return self._run("/completion", body, f"refactor:{request.path or ''}", stop, cancel)
 

@@ -51,8 +51,11 @@ class OpenAIEngine(RemoteEngine):
         fence: str,
         stop: StopRule,
         cancel: CancelToken | None,
+        trace: bool = False,
     ) -> Generation:
         body = {**self._body(prompt, request.max_tokens, request), "stop": ["\n" + fence]}
+        if trace:
+            body["logprobs"] = 1  # each token's log-probability: a next edit's confidence
         return self._run(body, stop, cancel)
 
     def _body(
@@ -88,7 +91,7 @@ class OpenAIEngine(RemoteEngine):
         return self._model or None
 
     def _run(self, body: dict[str, Any], stop: StopRule, cancel: CancelToken | None) -> Generation:
-        generation = Generation(_read_event, stop)
+        generation = Generation(_read_event, stop, _logprobs)
         self.transport.stream(self.root + "/completions", body, generation, cancel)
         return generation
 
@@ -118,3 +121,18 @@ def _read_event(event: dict[str, Any]) -> tuple[str, Counts | None]:
         accepted_tokens=int(timings.get("draft_n_accepted", 0)),
     )
     return text, counts
+
+
+def _logprobs(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chunk's per-token log-probabilities as {token, logprob} entries: OpenAI's
+    completions format (tokens, token_logprobs: vLLM) or llama-server's (content)."""
+    choices = event.get("choices") or [{}]
+    found = choices[0].get("logprobs") if isinstance(choices[0], dict) else None
+    if not isinstance(found, dict):
+        return []
+    if isinstance(found.get("content"), list):
+        return list(found["content"])
+    tokens, logprobs = found.get("tokens"), found.get("token_logprobs")
+    if not isinstance(tokens, list) or not isinstance(logprobs, list):
+        return []
+    return [{"token": t, "logprob": p} for t, p in zip(tokens, logprobs, strict=False)]

@@ -9,6 +9,7 @@ how the server's events read.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -111,14 +112,26 @@ class TypingAnchors:
 class Generation:
     """Streamed text, cut by groundspec's stop rule; the latest server counts."""
 
-    def __init__(self, read: Callable[[dict[str, Any]], tuple[str, Counts | None]], stop: StopRule):
+    def __init__(
+        self,
+        read: Callable[[dict[str, Any]], tuple[str, Counts | None]],
+        stop: StopRule,
+        probabilities: Callable[[dict[str, Any]], object] | None = None,
+    ):
         self.read = read
         self.stop = stop
+        # An event's per-token entries ({token or bytes, logprob}); llama-server's own.
+        self.probabilities = probabilities or _completion_probabilities
         self.text = ""
         self.counts = Counts()
         self.slot: int | None = None  # llama-server names it in its last event
         self.settings: dict[str, Any] = {}  # llama-server's generation_settings, idem
         self.truncated = False  # the server stopped at its token limit, not where the model ended
+        # Each token's probability and where it ends in `text`, where the server
+        # sent them (llama-server's completion_probabilities, asked with n_probs).
+        self.token_ends: list[int] = []
+        self.token_probs: list[float] = []
+        self._bytes = b""
 
     def __call__(self, event: dict[str, Any]) -> bool:
         piece, counts = self.read(event)
@@ -129,12 +142,35 @@ class Generation:
         if isinstance(event.get("generation_settings"), dict):
             self.settings = event["generation_settings"]
         self.truncated = self.truncated or _hit_token_limit(event)
+        self._trace(self.probabilities(event))
         self.text += piece
         cut = self.stop(self.text)
         if cut is not None:
             self.text = self.text[:cut]
             return False  # enough: stop reading, which ends the server's work too
         return True
+
+    def _trace(self, entries: object) -> None:
+        """Record llama-server's per-token log-probabilities (pre-sampling: the
+        model's own); entries without one are skipped."""
+        if not isinstance(entries, list):
+            return
+        for entry in entries:
+            if not isinstance(entry, dict) or not isinstance(entry.get("logprob"), int | float):
+                continue
+            raw = entry.get("bytes")
+            try:
+                piece = bytes(raw) if isinstance(raw, list) else str(entry.get("token")).encode()
+            except (TypeError, ValueError):
+                continue
+            self._bytes += piece
+            self.token_ends.append(len(self._bytes.decode("utf-8", errors="ignore")))
+            self.token_probs.append(math.exp(min(0.0, float(entry["logprob"]))))
+
+
+def _completion_probabilities(event: dict[str, Any]) -> object:
+    """llama-server's `/completion` entries (asked with n_probs)."""
+    return event.get("completion_probabilities")
 
 
 class TimedStop:
@@ -269,9 +305,14 @@ class RemoteEngine(Pipeline[CompletionContext]):
 
     def run_rewrite(self, job: RewriteJob, cancel: CancelToken | None) -> Generated:
         request = job.request
-        generation = self.generate_refactor(request, job.prompt, job.fence, job.stop, cancel)
+        generation = self.generate_refactor(
+            request, job.prompt, job.fence, job.stop, cancel, trace=job.trace
+        )
         self.learn(generation)
         generated = self._generated(generation, job.limits.started)
+        if job.trace and generation.token_probs:
+            generated.token_ends = generation.token_ends
+            generated.token_probs = generation.token_probs
         if generation.truncated:
             generated.why_unfinished = refactor_cut_short(token_limit_reached(request.max_tokens))
         return generated
@@ -311,7 +352,9 @@ class RemoteEngine(Pipeline[CompletionContext]):
         fence: str,
         stop: StopRule,
         cancel: CancelToken | None,
+        trace: bool = False,
     ) -> Generation:
+        """`trace`: ask for each token's probability, where the server gives them."""
         raise NotImplementedError
 
     def warm_prompt(

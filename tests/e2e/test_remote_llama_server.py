@@ -26,7 +26,11 @@ from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
 from speculator import provision
 from speculator.backends import load_remote
 from speculator.backends.llama_server import LlamaServerEngine, find_llama_server
+from speculator.backends.remote import RemoteEngine
 from speculator.config import EngineConfig
+from speculator.edits import EditHistory
+from speculator.next_edit.core import NextEditRequest
+from speculator.pipeline import prepare_next_edit
 from speculator.types import (
     Cancelled,
     CancelToken,
@@ -186,6 +190,38 @@ def test_refactor_through_completion(engine: LlamaServerEngine) -> None:
     assert result.new_text.endswith("\n") and result.stats.generated_tokens > 5
 
 
+def renamed_radius() -> NextEditRequest:
+    """The parameter `radius` renamed `r`; `self.radius = radius` still to follow."""
+    at = SOURCE.index("radius: float")
+    history = EditHistory()
+    history.record("u", at, "radius", "r")
+    text = SOURCE[:at] + "r" + SOURCE[at + len("radius") :]
+    return NextEditRequest(text=text, cursor=at + 1, edits=history.edits("u"), path="shapes.py")
+
+
+def assert_traced_next_edit(engine: RemoteEngine) -> None:
+    """The next edit's confidence comes from the server's own probabilities of the
+    tokens it wrote (n_probs, or OpenAI's logprobs), not a blanket 1.0."""
+    request = renamed_radius()
+    prepared = prepare_next_edit(request, time.perf_counter())
+    assert prepared is not None
+    generated = engine.run_rewrite(prepared[1], None)
+    assert generated.text and len(generated.token_probs) == len(generated.token_ends)
+    # One per token (the OpenAI stream, cut by the stop rule, may end before its counts).
+    assert len(generated.token_probs) >= max(1, generated.counts.generated_tokens - 1)
+    assert all(0.0 < p <= 1.0 for p in generated.token_probs)
+    assert generated.token_ends == sorted(generated.token_ends)
+    assert generated.token_ends[-1] >= len(generated.text)
+    result = engine.next_edit(request)  # the whole request: an answer, whatever it holds
+    assert result.confidence is None or 0.0 < result.confidence <= 1.0
+
+
+def test_a_next_edit_rewrite_carries_the_servers_token_probabilities(
+    engine: LlamaServerEngine,
+) -> None:
+    assert_traced_next_edit(engine)
+
+
 LONG_REWRITE = RefactorRequest(
     text=SOURCE,
     start=0,
@@ -267,6 +303,8 @@ def test_openai_backend_on_llama_servers_own_endpoint(server: LlamaServer) -> No
         first = engine.complete(request(max_tokens=8))
         assert first.text.strip() and first.stats.prompt_tokens > 50
         assert first.stats.generated_tokens > 0  # the usage event was read
+        assert isinstance(engine, RemoteEngine)
+        assert_traced_next_edit(engine)  # llama-server's logprobs on /v1/completions
     finally:
         engine.close()  # type: ignore[attr-defined]
 

@@ -8,6 +8,7 @@ and a cancelled request closing its connection.
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -26,7 +27,9 @@ from speculator.backends import load_remote
 from speculator.backends.llama_server import LlamaServerEngine
 from speculator.backends.openai import OpenAIEngine
 from speculator.config import Backend, EngineConfig
+from speculator.edits import EditHistory
 from speculator.factory import load_engine
+from speculator.next_edit.core import NextEditRequest
 from speculator.pipeline import CompletionJob, Generated, Pipeline, StopRule
 from speculator.types import (
     Cancelled,
@@ -52,6 +55,8 @@ class Fake:
         self.slot = 2
         self.speculative = "none,ngram-mod"  # as llama-server lists them
         self.disconnected = threading.Event()
+        # Each piece's log-probability, sent as llama-server does when asked (n_probs).
+        self.logprobs: list[float] = []
 
 
 def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
@@ -94,7 +99,13 @@ def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
                     cut = _first_stop(sent + piece, body.get("stop", []))
                     piece = piece if cut is None else piece[: max(0, cut - len(sent))]
                     sent += piece
-                    self._event(_openai_event(piece, n) if openai else _llama_event(piece, n, fake))
+                    event = _openai_event(piece, n) if openai else _llama_event(piece, n, fake)
+                    if body.get("n_probs") and n < len(fake.logprobs):
+                        event["completion_probabilities"] = [_probability(piece, fake.logprobs[n])]
+                    if body.get("logprobs") and n < len(fake.logprobs):  # OpenAI's format
+                        lists = {"tokens": [piece], "token_logprobs": [fake.logprobs[n]]}
+                        event["choices"][0]["logprobs"] = lists
+                    self._event(event)
                     if cut is not None:
                         stop_type = "word"
                         break
@@ -146,6 +157,11 @@ def _llama_event(piece: str, n: int, fake: Fake) -> dict[str, Any]:
         "tokens_evaluated": 42,
         "timings": _timings(n),
     }
+
+
+def _probability(piece: str, logprob: float) -> dict[str, Any]:
+    token = {"id": 1, "token": piece, "bytes": list(piece.encode()), "logprob": logprob}
+    return {**token, "top_logprobs": [token]}
 
 
 def _llama_final(fake: Fake, stop_type: str) -> dict[str, Any]:
@@ -307,6 +323,42 @@ def test_refactor_uses_the_chat_prompt_on_completion(fake: tuple[Fake, str]) -> 
     path, body, _ = [r for r in state.requests if r[1]][-1]
     assert path == "/completion"
     assert body["prompt"].startswith("<|im_start|>system") and body["stop"] == ["\n```"]
+
+
+VOLUME = "def volume(w, h, d):\n    area = w * h\n    return area * d\n"
+
+
+def renamed_volume() -> NextEditRequest:
+    """`w` renamed to `width` in the signature; `area = w * h` still to follow."""
+    at = VOLUME.index("w,")
+    history = EditHistory()
+    history.record("u", at, "w", "width")
+    text = VOLUME[:at] + "width" + VOLUME[at + 1 :]
+    return NextEditRequest(text=text, cursor=at + 5, edits=history.edits("u"), path="vol.py")
+
+
+@pytest.mark.parametrize("backend", ["llama-server", "openai"])
+@pytest.mark.parametrize(("width_logprob", "proposed"), [(-0.5, True), (-8.0, False)])
+def test_a_remote_next_edit_is_as_confident_as_the_servers_probabilities(
+    fake: tuple[Fake, str], backend: Backend, width_logprob: float, proposed: bool
+) -> None:
+    state, url = fake
+    state.pieces = ["def volume(width, h, d):\n", "    area = ", "width", " * h\n"]
+    state.pieces += ["    return area * d\n", "```", "junk"]
+    state.logprobs = [-0.01, -0.01, width_logprob, -0.01, -0.01, -0.01]
+    request = renamed_volume()
+    engine = load_remote(EngineConfig(backend=backend, backend_url=url))
+    result = engine.next_edit(request)
+    body = [r[1] for r in state.requests if r[1]][-1]
+    asked = body["n_probs"] if backend == "llama-server" else body["logprobs"]
+    assert asked == 1 and body["prompt"].startswith("<|im_start|>system")
+    if proposed:
+        [edit] = result.edits
+        after = request.text[: edit.start] + edit.new_text + request.text[edit.end :]
+        assert after == "def volume(width, h, d):\n    area = width * h\n    return area * d\n"
+        assert result.confidence == pytest.approx(math.exp(width_logprob))
+    else:  # 0.0003, under the bar: the server's model is not sure of `width`
+        assert result.edits == [] and result.confidence is None
 
 
 @pytest.mark.parametrize("backend", ["llama-server", "openai"])
