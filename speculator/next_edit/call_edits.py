@@ -30,6 +30,8 @@ MAX_CALL_CHARS = 2000
 MAX_SIGNATURE_LINES = 15
 # The body a new parameter's default is replaced in: at most this many lines.
 MAX_BODY_LINES = 200
+# Larger documents are not searched (as occurrences.MAX_PARSE_CHARS).
+MAX_SCAN_CHARS = 300_000
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ def carried_lines(
 ) -> dict[int, str]:
     """Lines of `text` (by 0-based number) rewritten with the hunk's argument or
     parameter carried on; the lines in `focus` [a, b), the user's edit, left out."""
-    if hunk is None or focus is None:
+    if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
         return {}
     lines = text.split("\n")
     rewrites: dict[int, str] = {}

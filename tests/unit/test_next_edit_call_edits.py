@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from speculator.edits import EditHistory
 from speculator.next_edit.call_edits import (
+    MAX_SCAN_CHARS,
     ArgumentInsertion,
     NewParameter,
     argument_insertion,
@@ -81,6 +82,15 @@ def test_the_other_calls_of_the_function_get_the_argument_where_they_lack_it() -
     }
     # The call over three lines ends in a comma: where the argument goes is a
     # matter of style, so it is left alone; so is `split(command)`, another function.
+
+
+def test_a_document_too_large_to_search_gets_nothing_carried() -> None:
+    edit = hunk("f(a)", "f(a, comments=True)")
+    text = "f(a)\nf(c)\n" + "x = 1\n" * (MAX_SCAN_CHARS // 6)
+    assert carried_lines(text[: MAX_SCAN_CHARS - 1], edit, (0, 1), "python") == {
+        1: "f(c, comments=True)"
+    }
+    assert carried_lines(text, edit, (0, 1), "python") == {}
 
 
 def test_a_call_that_has_the_keyword_already_keeps_its_own_value() -> None:
