@@ -5,9 +5,10 @@
 Plays two task sets through bench.next_edit, each quiet and with one core busy:
 the dev tasks (shared/nes/dev.jsonl, mined from pluggy: tuned on) and held-out
 tasks mined by shared/nes/mine.py from this repository's own history up to
-HELD_OUT_COMMIT (never tuned on). Each task is asked under `off` and `auto`.
+HELD_OUT_COMMIT (not tuned on, though two of its tasks suggested the call rules
+of speculator/next_edit/call_edits.py). Each task is asked under `off` and `auto`.
 Writes the machine, a summary against the targets of the next-edit issue, and
-each run's full report. About half an hour on a 2-core CPU.
+each run's full report. About ten minutes on a 2-core CPU.
 """
 
 from __future__ import annotations
