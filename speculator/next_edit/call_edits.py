@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 
 from ..edits import common_ends
+from .draft import word_pattern
 from .line_edits import indentation
 from .window import Hunk, line_of, line_starts
 
@@ -59,15 +60,16 @@ def carried_lines(
     parameter carried on; the lines in `focus` [a, b), the user's edit, left out."""
     if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
         return {}
-    lines = text.split("\n")
     rewrites: dict[int, str] = {}
     ins = argument_insertion(hunk)
     if ins is not None:
         rewrites.update(_with_argument(text, ins, focus))
     param = new_parameter(hunk) if language_id == "python" else None
     if param is not None:
+        lines = text.split("\n")
+        default = word_pattern(param.default, member=False)
         for i in body_lines(lines, focus):
-            new = _word(param.default).sub(param.name, rewrites.get(i, lines[i]))
+            new = default.sub(param.name, rewrites.get(i, lines[i]))
             if new != lines[i]:
                 rewrites[i] = new
     return rewrites
@@ -221,7 +223,3 @@ def _with_argument(text: str, ins: ArgumentInsertion, focus: tuple[int, int]) ->
 def _ends_block(line: str) -> bool:
     code = line.split("#", 1)[0].rstrip()
     return code.endswith(":")
-
-
-def _word(name: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w.]){re.escape(name)}(?!\w)")

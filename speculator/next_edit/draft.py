@@ -11,9 +11,10 @@ by word: a renamed identifier (`name -> attr_name`), a changed piece of text
 (`{"firstresult": True} -> firstresult=True`, `0, 1, 10 -> 10`), or a whole line
 changed the same way wherever it recurs (`pass -> ...`). Lines inserted after a
 line are inserted after its twins too (line_edits.py), and an argument or a
-parameter added is carried to the other calls or into the body (call_edits.py). A renamed attribute
-(`self.result -> self._result`) is carried only to attributes, a renamed plain
-name only to plain names: the parameter `result` is another variable.
+parameter added is carried to the other calls or into the body (call_edits.py).
+A renamed attribute (`self.result -> self._result`) is carried only to
+attributes, a renamed plain name only to plain names: the parameter `result` is
+another variable.
 """
 
 from __future__ import annotations
