@@ -81,7 +81,11 @@ def summary_row(run: Run, played: list[Played]) -> str:
     c = compare(played)
     first = first_asks(played)
     latency = f"{f['p50_ms'] / 1000:.1f} / {f['p95_ms'] / 1000:.1f} s"
-    cold = f"{percentile(first, 50) / 1000:.1f} / {percentile(first, 95) / 1000:.1f} s"
+    worst = first[-1] if first else 0.0
+    cold = (
+        f"{percentile(first, 50) / 1000:.1f} / {percentile(first, 95) / 1000:.1f} / "
+        f"{worst / 1000:.1f} s"
+    )
     same = f"{c['identical']:.0f}/{c['tasks']:.0f}"
     return (
         f"| {run.name} | {f['recall']:.0%} ({f['right']:.0f}) | {f['precision']:.0%} "
@@ -102,7 +106,8 @@ def write(path: Path, rows: list[str], sections: list[str]) -> None:
         f"recall >= 30%, precision >= 60%, quiet on >= 80% of no-op tasks, p50 <= 2 s, {bar},",
         "`off` and `auto` proposing the same edits on every task.",
         "",
-        "| run | recall | precision | quiet on no-op | p50 / p95 | first ask p50 / p95 | same edits |",
+        "| run | recall | precision | quiet on no-op | p50 / p95 | first ask p50 / p95 / worst "
+        "| same edits |",
         "|---|---|---|---|---|---|---|",
         *rows,
         "",

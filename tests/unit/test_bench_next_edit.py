@@ -91,6 +91,8 @@ def test_the_results_summary_row_reads_auto_at_the_default_bar() -> None:
     assert cells[0] == "dev, quiet"
     assert cells[1] == "100% (2)" and cells[2].startswith("100% (2 proposed)")
     assert cells[-1] == "2/2"  # off and auto proposed the same edits
+    p50, p95, worst = (float(x) for x in cells[-2].removesuffix(" s").split(" / "))
+    assert p50 <= p95 <= worst  # the slowest first ask beside the median
 
 
 def test_held_out_tasks_are_mined_from_this_history(tmp_path: Path) -> None:
