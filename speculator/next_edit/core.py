@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from ..edits import Edit, snapshots
 from ..types import CancelToken, EngineError, Speculation, Stats
+from .across import renamed_lines
 from .call_edits import carried_lines
 from .draft import draft_window
 from .occurrences import occurrence_lines, removed_names, target_window
@@ -137,17 +139,14 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         )
     if not 0 <= request.cursor <= len(request.text):
         raise EngineError(f"cursor {request.cursor} is outside the document")
-    if not request.edits:
+    if not request.edits and not _newest_elsewhere(request):
         return None
-    last = request.edits[-1]
-    focus = edited_lines(request.text, last)
     hunks = _elsewhere_hunks(request) + recent_hunks(request.text, request.edits, request.path)
-    own = [h for h in hunks if h.path == request.path]
-    hunk = own[-1] if own else None
-    before = last.undo(request.text)
-    names = removed_names(before, request.text, last, request.language_id)
-    places = occurrence_lines(request.text, request.language_id, names, hunk, focus)
-    rewrites = carried_lines(request.text, hunk, focus, request.language_id)
+    places: list[int] = []
+    if _newest_elsewhere(request):
+        focus, hunk, rewrites = None, None, _carried_across(request)
+    else:
+        focus, hunk, places, rewrites = _carried_here(request, hunks)
     window = target_window(request.text, request.cursor, focus, sorted({*places, *rewrites}))
     user_lines = _window_lines(window, focus)
     draft = draft_window(window.text, hunk, user_lines, _in_window(rewrites, window))
@@ -178,6 +177,37 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         speculation=request.speculation,
     )
     return Plan(window, prompt, job, user_lines, rejoin, change, draft_only)
+
+
+def _newest_elsewhere(request: NextEditRequest) -> bool:
+    """Was the user's newest edit made in another document (after any here)?"""
+    if not request.elsewhere:
+        return False
+    return not request.edits or request.elsewhere[0][2].at > request.edits[-1].at
+
+
+def _carried_here(
+    request: NextEditRequest, hunks: list[Hunk]
+) -> tuple[tuple[int, int] | None, Hunk | None, list[int], dict[int, str]]:
+    """The last edit here: its lines, its hunk, the other places it applies (lines)
+    and the lines written anew by the call rules."""
+    last = request.edits[-1]
+    focus = edited_lines(request.text, last)
+    own = [h for h in hunks if h.path == request.path]
+    hunk = own[-1] if own else None
+    before = last.undo(request.text)
+    names = removed_names(before, request.text, last, request.language_id)
+    places = occurrence_lines(request.text, request.language_id, names, hunk, focus)
+    return focus, hunk, places, carried_lines(request.text, hunk, focus, request.language_id)
+
+
+def _carried_across(request: NextEditRequest) -> dict[int, str]:
+    """Lines rewritten by the newest edit, made in a document of the same language
+    (its file suffix): a definition it renamed, renamed here (across.py)."""
+    path, before, edit = request.elsewhere[0]
+    if PurePosixPath(path).suffix != PurePosixPath(request.path).suffix:
+        return {}
+    return renamed_lines(request.text, request.language_id, before, edit)
 
 
 def skipped(request: NextEditRequest) -> NextEditResult:
@@ -300,7 +330,9 @@ def _elsewhere_hunks(request: NextEditRequest) -> list[Hunk]:
 
 def _original_window(text: str, edits: list[Edit], window: Window) -> str:
     """The window's lines as they were before the last edit (shifted by the lines
-    it added or removed)."""
+    it added or removed); the window as it is when the last edit was elsewhere."""
+    if not edits:
+        return window.text
     before = snapshots(text, edits[-1:])[0]
     last = edits[-1]
     delta = last.new.count("\n") - last.old.count("\n")

@@ -137,12 +137,13 @@ def draft_window(
 ) -> str:
     """The window with the last edit's substitutions, and the lines it inserted
     (line_edits.py), carried to its other lines; `rewrites`: window lines written
-    anew by call_edits.py (an argument or a parameter carried on)."""
-    if hunk is None:
-        return window
+    anew by call_edits.py (an argument or a parameter carried on) or across.py (a
+    rename made in another file; `hunk` None: nothing else is carried)."""
     if rewrites:
         lines = window.split("\n")
         window = "\n".join(rewrites.get(i, line) for i, line in enumerate(lines))
+    if hunk is None:
+        return window
     draft = apply_substitutions(window, substitutions(hunk), skip_lines)
     ins = insertion(hunk)
     if ins is None:

@@ -84,7 +84,7 @@ def occurrence_lines(
     for name in names:
         pattern = word_pattern(name.lstrip("."), name.startswith("."))
         for match in pattern.finditer(text):
-            if _is_identifier(root, text, match.start(), match.end()):
+            if is_identifier(root, text, match.start(), match.end()):
                 found.add(line_of(starts, match.start()))
     for sub in substitutions(hunk) if hunk is not None else []:
         if sub.whole_word:
@@ -93,7 +93,7 @@ def occurrence_lines(
         at = text.find(sub.old)
         while at != -1:
             line = line_of(starts, at)
-            whole = text[starts[line] : _line_end(text, at)].strip() == sub.old
+            whole = text[starts[line] : line_end(text, at)].strip() == sub.old
             if (whole or not sub.whole_line) and _in_code(root, text, at):
                 lines.add(line)
             at = text.find(sub.old, at + 1)
@@ -141,7 +141,7 @@ def target_window(
     return choose_window(text, _first_char(text, starts[nearest]), None, above, below)
 
 
-def _is_identifier(root: tree_sitter.Node, text: str, start: int, end: int) -> bool:
+def is_identifier(root: tree_sitter.Node, text: str, start: int, end: int) -> bool:
     """Is text[start:end] exactly one identifier node, in code?"""
     lo, hi = byte_offset(text, start), byte_offset(text, end)
     node = root.descendant_for_byte_range(lo, hi)
@@ -156,10 +156,10 @@ def _names_on_lines(text: str, root: tree_sitter.Node, start: int, end: int) -> 
     """The identifiers on the whole lines holding text[start:end], attributes
     with their dot."""
     first = text.rfind("\n", 0, start) + 1
-    last = _line_end(text, max(start, end - 1))
+    last = line_end(text, max(start, end - 1))
     names: Counter[str] = Counter()
     for match in _IDENTIFIER.finditer(text, first, last):
-        if _is_identifier(root, text, match.start(), match.end()):
+        if is_identifier(root, text, match.start(), match.end()):
             dot = "." if match.start() > 0 and text[match.start() - 1] == "." else ""
             names[dot + match.group()] += 1
     return names
@@ -178,13 +178,13 @@ def _in_code(root: tree_sitter.Node, text: str, offset: int) -> bool:
     return True
 
 
-def _line_end(text: str, offset: int) -> int:
+def line_end(text: str, offset: int) -> int:
     end = text.find("\n", offset)
     return len(text) if end == -1 else end
 
 
 def _first_char(text: str, line_start: int) -> int:
     """The line's first non-blank character (its start, if it is blank)."""
-    end = _line_end(text, line_start)
+    end = line_end(text, line_start)
     line = text[line_start:end]
     return line_start + len(line) - len(line.lstrip())

@@ -117,3 +117,28 @@ def test_an_automatic_request_typed_over_answers_nothing(server: RawServer) -> N
         {"textDocument": {"uri": URI, "version": 3}, "contentChanges": [typed]},
     )
     assert server.answer(msg_id)["result"] == {"edits": []}
+
+
+SHAPES_URI, MAIN_URI = "file:///work/shapes.py", "file:///work/main.py"
+SHAPES = "def describe(radius):\n    return str(radius)\n"
+MAIN = "from shapes import describe\n\n\ndef main():\n    return describe(1.0)\n"
+
+
+def test_a_rename_made_in_another_file_is_proposed_in_the_file_opened_next(
+    server: RawServer,
+) -> None:
+    for uri, text in ((SHAPES_URI, SHAPES), (MAIN_URI, MAIN)):
+        item = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        server.notify("textDocument/didOpen", {"textDocument": item})
+    rename = {
+        "range": {"start": {"line": 0, "character": 4}, "end": {"line": 0, "character": 12}},
+        "text": "describe_circle",
+    }
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": SHAPES_URI, "version": 2}, "contentChanges": [rename]},
+    )
+    params = {"textDocument": {"uri": MAIN_URI}, "position": {"line": 0, "character": 0}}
+    (edit,) = server.call("groundspec/nextEdit", params)["result"]["edits"]
+    first = applied(MAIN, [edit], "newText")
+    assert first == MAIN.replace("import describe", "import describe_circle")

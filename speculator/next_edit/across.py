@@ -1,0 +1,101 @@
+"""A rename made in another file, carried into this one.
+
+When the user's newest edit was made in another document (a function renamed
+there, then this file opened), the edit to follow is that rename where this file
+still uses the old name: the import, the calls. Only definitions are followed (a
+function, class or method renamed, or a module-level name reassigned): a local
+variable renamed elsewhere says nothing about a variable of the same name here.
+The old name is replaced where it stands as an identifier in code, plain or as an
+attribute (`shapes.describe`, `self.describe`); never in strings or comments.
+"""
+
+from __future__ import annotations
+
+import re
+
+import tree_sitter
+
+from ..edits import Edit
+from ..languages import new_parser
+from ..syntax import byte_offset, utf8
+from .occurrences import MAX_PARSE_CHARS, is_identifier, line_end
+from .window import line_of, line_starts
+
+# Definition nodes whose name is not in a `name` field (Python's module-level
+# `NAME = value` is an assignment with a `left`).
+_ASSIGNMENTS = frozenset({"assignment"})
+_MODULES = frozenset({"module", "program", "source_file"})
+
+
+def renamed_lines(text: str, language_id: str, before: str, edit: Edit) -> dict[int, str]:
+    """The lines of `text` (0-based) that use a definition `edit` (made on the other
+    document's `before`) renamed, each with the old name replaced; empty when the
+    edit renamed no definition or this document does not use one."""
+    parser = new_parser(language_id)
+    if parser is None or max(len(text), len(before)) > MAX_PARSE_CHARS:
+        return {}
+    renames = renamed_definitions(parser, before, edit)
+    if not renames:
+        return {}
+    root = parser.parse(utf8(text)).root_node
+    spans: dict[int, list[tuple[int, int, str]]] = {}
+    starts = line_starts(text)
+    for old, new in renames.items():
+        for match in re.finditer(rf"(?<!\w){re.escape(old)}(?!\w)", text):
+            if is_identifier(root, text, match.start(), match.end()):
+                line = line_of(starts, match.start())
+                spans.setdefault(line, []).append((match.start(), match.end(), new))
+    return {line: _replaced(text, starts[line], found) for line, found in spans.items()}
+
+
+def renamed_definitions(parser: tree_sitter.Parser, before: str, edit: Edit) -> dict[str, str]:
+    """{old: new} for the definition the edit renamed: the one definition name on
+    its lines before it, another one on them after it."""
+    after = edit.apply(before)
+    old = _definition_names(parser, before, edit.start, edit.end)
+    new = _definition_names(parser, after, edit.start, edit.new_end)
+    if len(old) != 1 or len(new) != 1 or old == new:
+        return {}
+    return {old[0]: new[0]}
+
+
+def _definition_names(parser: tree_sitter.Parser, text: str, start: int, end: int) -> list[str]:
+    """Names defined on the whole lines holding text[start:end]."""
+    root = parser.parse(utf8(text)).root_node
+    first = text.rfind("\n", 0, start) + 1
+    last = line_end(text, max(start, end - 1))
+    names = []
+    for match in re.finditer(r"[A-Za-z_]\w*", text[first:last]):
+        at = first + match.start()
+        if is_identifier(root, text, at, at + len(match.group())) and _defines(root, text, at):
+            names.append(match.group())
+    return names
+
+
+def _defines(root: tree_sitter.Node, text: str, offset: int) -> bool:
+    """Is the identifier at `offset` the name a definition gives?"""
+    at = byte_offset(text, offset)
+    node = root.descendant_for_byte_range(at, at + 1)
+    parent = node.parent if node is not None else None
+    if node is None or parent is None:
+        return False
+    named = parent.child_by_field_name("name")
+    if named is not None and named.start_byte == node.start_byte:
+        return True
+    if parent.type in _ASSIGNMENTS:  # NAME = value, at module level only
+        left = parent.child_by_field_name("left")
+        statement = parent.parent
+        top = statement.parent if statement is not None else None
+        return left is not None and left.id == node.id and top is not None and top.type in _MODULES
+    return False
+
+
+def _replaced(text: str, line_start: int, spans: list[tuple[int, int, str]]) -> str:
+    """The line at `line_start` with each (start, end, new) span replaced."""
+    end_of_line = line_end(text, line_start)
+    out, at = [], line_start
+    for start, end, new in sorted(spans):
+        out += [text[at:start], new]
+        at = end
+    out.append(text[at:end_of_line])
+    return "".join(out)

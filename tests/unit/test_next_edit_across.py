@@ -1,0 +1,131 @@
+"""A definition renamed in another file, carried into this one by the draft
+(speculator/next_edit/across.py, no model)."""
+
+from __future__ import annotations
+
+from speculator.edits import Edit
+from speculator.languages import new_parser
+from speculator.next_edit.across import renamed_definitions, renamed_lines
+from speculator.next_edit.core import NextEditRequest, Plan, prepare
+
+SHAPES = """\
+import math
+
+LIMIT = 10
+
+
+class Circle:
+    def area(self, radius):
+        return math.pi * radius * radius
+
+
+def describe(radius):
+    size = radius * 2
+    return f"describe: {size}"
+"""
+
+MAIN = """\
+from shapes import describe, Circle
+import shapes
+
+
+def main():
+    # describe every size
+    print(describe(1.0), shapes.describe(2.0), "describe")
+    print(Circle().area(3.0), shapes.LIMIT)
+    size = 4
+    return size
+"""
+
+
+def renaming(old: str, new: str, occurrence: str) -> tuple[str, Edit]:
+    """SHAPES and the edit that renames `old` in `occurrence` (its first line holding it)."""
+    line_at = SHAPES.index(occurrence)
+    at = SHAPES.index(old, line_at)
+    return SHAPES, Edit(at, old, new, at=2.0)
+
+
+def test_a_renamed_function_is_renamed_at_its_import_and_calls_not_in_text() -> None:
+    before, edit = renaming("describe", "describe_shape", "def describe")
+    lines = renamed_lines(MAIN, "python", before, edit)
+    assert lines == {
+        0: "from shapes import describe_shape, Circle",
+        6: '    print(describe_shape(1.0), shapes.describe_shape(2.0), "describe")',
+    }
+
+
+def test_a_renamed_method_and_a_module_constant_are_followed() -> None:
+    before, edit = renaming("area", "surface", "    def area")
+    assert renamed_lines(MAIN, "python", before, edit) == {
+        7: "    print(Circle().surface(3.0), shapes.LIMIT)"
+    }
+    before, edit = renaming("LIMIT", "MAX_SIZE", "LIMIT =")
+    assert renamed_lines(MAIN, "python", before, edit) == {
+        7: "    print(Circle().area(3.0), shapes.MAX_SIZE)"
+    }
+
+
+def test_a_local_variable_or_a_parameter_renamed_elsewhere_is_not_followed() -> None:
+    parser = new_parser("python")
+    assert parser is not None
+    for old, new, occurrence in (("size", "width", "    size ="), ("radius", "r", "def describe")):
+        before, edit = renaming(old, new, occurrence)
+        assert renamed_definitions(parser, before, edit) == {}
+        assert renamed_lines(MAIN, "python", before, edit) == {}
+
+
+def request(edits: list[Edit], elsewhere_path: str = "shapes.py") -> NextEditRequest:
+    before, edit = renaming("describe", "describe_shape", "def describe")
+    return NextEditRequest(
+        text=MAIN,
+        cursor=len(MAIN),
+        edits=edits,
+        path="main.py",
+        elsewhere=[(elsewhere_path, before, edit)],
+    )
+
+
+def proposed_line(text: str, plan: Plan | None) -> str:
+    """The line the plan's draft change makes, applied to `text`."""
+    assert plan is not None and plan.draft_change is not None
+    edit = plan.draft_change.edit
+    changed = text[: edit.start] + edit.new_text + text[edit.end :]
+    return changed[changed.rfind("\n", 0, edit.start) + 1 :].split("\n")[0]
+
+
+CALLS_RENAMED = '    print(describe_shape(1.0), shapes.describe_shape(2.0), "describe")'
+
+
+def test_a_file_opened_after_the_rename_gets_it_drafted_at_the_nearest_use() -> None:
+    plan = prepare(request([]))
+    assert plan is not None
+    assert "--- a/shapes.py" in plan.prompt.text  # the rename is shown as the recent edit
+    assert proposed_line(MAIN, plan) == CALLS_RENAMED
+
+
+def test_an_edit_here_newer_than_the_rename_is_the_one_followed() -> None:
+    at = MAIN.index("size = 4") + len("size = ")
+    newer = Edit(at, "4", "5", at=3.0)
+    text = newer.apply(MAIN)
+    newest_here = prepare(
+        NextEditRequest(
+            text=text, cursor=at, edits=[newer], path="main.py", elsewhere=request([]).elsewhere
+        )
+    )
+    assert newest_here is not None and newest_here.draft_change is None
+    older = Edit(at, "4", "5", at=1.0)
+    rename_newer = prepare(
+        NextEditRequest(
+            text=text, cursor=at, edits=[older], path="main.py", elsewhere=request([]).elsewhere
+        )
+    )
+    assert proposed_line(text, rename_newer) == CALLS_RENAMED
+
+
+def test_a_rename_in_a_file_of_another_language_drafts_nothing() -> None:
+    plan = prepare(request([], elsewhere_path="shapes.ts"))
+    assert plan is not None and plan.draft_change is None and not plan.asks_model
+
+
+def test_no_edit_anywhere_is_no_plan() -> None:
+    assert prepare(NextEditRequest(text=MAIN, cursor=0, edits=[], path="main.py")) is None
