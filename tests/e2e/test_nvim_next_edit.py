@@ -267,3 +267,38 @@ H.out.back_row = vim.api.nvim_win_get_cursor(0)[1]
     assert jumped["cursor"][0] == 2 and jumped["shown"]
     assert out["applied"] == CARRIED
     assert out["back_row"] == 2  # <C-o> goes back to where it was jumped from
+
+
+def test_a_rename_in_one_file_is_proposed_in_the_file_opened_next(tmp_path: Path) -> None:
+    """A function renamed in shapes.py, then main.py opened: the plugin asks on
+    entering it, and the rename is proposed at main.py's import. An explicit ask
+    with nothing to propose says so."""
+    main = ["from shapes import describe", "", "", "def main():", "    return describe(1.0)"]
+    (tmp_path / "main.py").write_text("\n".join(main) + "\n")
+    out = run_nvim(
+        tmp_path,
+        """
+H.setup()
+H.open("shapes.py", { "def describe(radius):", "    return str(radius)" })
+local client = H.client()
+H.wait(function() return client.initialized end, 20000, "the server")
+vim.api.nvim_win_set_cursor(0, { 1, 4 })
+H.input("ciwdescribe_circle<Esc>")
+H.sleep(500)
+local echoed = {}
+vim.api.nvim_echo = function(chunks) table.insert(echoed, chunks[1][1]) end
+vim.cmd("GroundspecNextEdit") -- nothing else in shapes.py uses the name
+H.out.echoed = H.wait(function() return echoed[1] end, 20000, "the empty answer")
+vim.o.hidden = true
+vim.cmd("edit main.py")
+H.out.proposal = H.wait(function()
+  local n = H.next_edit()
+  return n and n.added and n
+end, 20000, "the next edit in main.py").added
+H.input("<M-l>")
+H.out.lines = H.lines()
+""",
+    )
+    assert out["echoed"] == "groundspec: no next edit to propose"
+    assert out["proposal"] == ["from shapes import describe_circle"]
+    assert out["lines"] == ["from shapes import describe_circle", *main[1:]]

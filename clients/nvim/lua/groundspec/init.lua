@@ -61,7 +61,7 @@ M.cycle = suggest.cycle
 
 --- Ask for a next edit at the cursor now (groundspec/nextEdit).
 function M.next_edit(buf)
-  return next_edit.request(buf)
+  return next_edit.request(buf, true)
 end
 
 --- Apply the proposed next edit (first jumping to it when it is off screen).
@@ -192,6 +192,10 @@ local function setup_buffer(buf)
   end)
   on("TextChanged", function()
     next_edit.on_text_changed(buf)
+  end)
+  -- Turning to another file: a rename made in the last one may apply here.
+  on("BufEnter", function()
+    next_edit.schedule(buf)
   end)
   on("LspDetach", function(ev)
     local client = vim.lsp.get_client_by_id(ev.data.client_id)

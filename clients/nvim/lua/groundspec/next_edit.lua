@@ -93,11 +93,17 @@ local function to_proposal(buf, edit, encoding)
   return { start = start, finish = finish, text = text }
 end
 
--- Show the first edit of `result` (answered for changedtick `tick`).
-local function show_result(buf, client, result, encoding, tick)
+-- Show the first edit of `result` (answered for changedtick `tick`); asked
+-- `explicit`ly (the key, the command), say so when there is none.
+local function show_result(buf, client, result, encoding, tick, explicit)
   local edit = (result and result.edits or {})[1]
-  if not edit or api.nvim_buf_get_changedtick(buf) ~= tick or not in_normal(buf) then
-    return -- nothing proposed, or an answer to an older text: dropped
+  if api.nvim_buf_get_changedtick(buf) ~= tick or not in_normal(buf) then
+    return -- an answer to an older text: dropped
+  elseif not edit then
+    if explicit then
+      api.nvim_echo({ { "groundspec: no next edit to propose" } }, false, {})
+    end
+    return
   end
   local p = to_proposal(buf, edit, encoding)
   if not p then
@@ -115,8 +121,9 @@ local function show_result(buf, client, result, encoding, tick)
   view.show(buf, p, away and hint_text(p, row) or nil, row)
 end
 
---- Ask the server for a next edit at the cursor now.
-function M.request(buf)
+--- Ask the server for a next edit at the cursor now; `explicit`: asked by the
+--- user (a key, the command), who is told when there is none.
+function M.request(buf, explicit)
   buf = (buf == nil or buf == 0) and api.nvim_get_current_buf() or buf
   local client = suggest.get_client(buf)
   if not client or not M.enabled(buf) then
@@ -137,7 +144,7 @@ function M.request(buf)
     if err then
       return err.code ~= CANCELLED and status.on_request_error(err.message or "next edit failed")
     end
-    show_result(buf, client, result, encoding, tick)
+    show_result(buf, client, result, encoding, tick, explicit)
   end, buf)
   if ok and not answered then
     request_id = id
