@@ -179,3 +179,38 @@ def test_next_edits_off_sends_no_request(tmp_path: Path, announce: Callable[[str
 
 def toasts(bench: Workbench) -> str:
     return " ".join(e.text for e in bench.find(".notification-toast"))
+
+
+SHAPES = "def describe(radius):\n    return str(radius)\n"
+MAIN = "from shapes import describe\n\n\ndef main():\n    return describe(1.0)\n"
+
+
+def test_a_rename_in_one_file_is_proposed_in_the_file_opened_next(
+    tmp_path: Path, announce: Callable[[str], None]
+) -> None:
+    """`describe` renamed in shapes.py, then main.py opened: the extension asks on the
+    editor change, and Tab applies the rename where main.py uses the name."""
+    from selenium.webdriver.common.keys import Keys
+
+    files = {"shapes.py": SHAPES, "main.py": MAIN}
+    with code_server(tmp_path, announce, ["--fake"], {}, settings=SETTINGS, files=files) as bench:
+        bench.open_from_explorer("shapes.py")
+        bench.wait_ready()
+        bench.go_to_line(1)
+        bench.keys(Keys.HOME, Keys.RIGHT * len("def describe"), "_circle")
+        bench.save()
+        shapes = bench.folder / "shapes.py"
+        wait_for("the rename saved", lambda: "describe_circle" in shapes.read_text(), 15)
+        bench.open_from_explorer("main.py")
+        # Drawn in place, or (line 1 scrolled off by the click) hinted at the cursor.
+        wait_for("the rename proposed in main.py", lambda: proposed_here(bench), 30)
+        bench.keys(Keys.TAB)
+        bench.save()
+        main = bench.folder / "main.py"
+        import_renamed = MAIN.replace("import describe", "import describe_circle")
+        wait_for("the import renamed", lambda: main.read_text() == import_renamed, 15)
+
+
+def proposed_here(bench: Workbench) -> bool:
+    after = drawn(bench).after
+    return "_circle" in after or any("next edit at line 1" in text for text in after)

@@ -91,11 +91,7 @@ export class NextEdits implements vscode.Disposable {
     // Undo and redo walk the user's own history: nothing to propose.
     const { Undo, Redo } = vscode.TextDocumentChangeReason;
     if (event.reason === Undo || event.reason === Redo) return;
-    if (this.host.block(event.document) !== null) return;
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
-      if (vscode.window.activeTextEditor === editor) void this.request(editor, false);
-    }, this.host.debounceMs());
+    this.schedule(editor);
   }
 
   /** The cursor moved: the hint says where the proposal is from there. */
@@ -103,10 +99,23 @@ export class NextEdits implements vscode.Disposable {
     if (this.shown && editor.document === this.shown.document) this.drawHint(editor);
   }
 
-  /** Another editor (or none) is active: a proposal is shown only where it was asked for. */
+  /** Another editor (or none) is active: a proposal is shown only where it was asked for.
+   * The new one is asked after the pause: a function renamed in the file just left is
+   * proposed where this one uses it. */
   editorChanged(): void {
     this.cancel();
-    if (this.shown && vscode.window.activeTextEditor?.document !== this.shown.document) this.clear();
+    const editor = vscode.window.activeTextEditor;
+    if (this.shown && editor?.document !== this.shown.document) this.clear();
+    if (editor && !this.shown) this.schedule(editor);
+  }
+
+  /** Ask for `editor` after the pause, if it is still in front then. */
+  private schedule(editor: vscode.TextEditor): void {
+    if (this.host.block(editor.document) !== null) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      if (vscode.window.activeTextEditor === editor) void this.request(editor, false);
+    }, this.host.debounceMs());
   }
 
   /** Settings changed: a document now blocked loses its proposal and pending ask. */
