@@ -12,6 +12,7 @@ attribute (`shapes.describe`, `self.describe`); never in strings or comments.
 from __future__ import annotations
 
 import re
+from pathlib import PurePosixPath
 
 import tree_sitter
 
@@ -21,10 +22,46 @@ from ..syntax import byte_offset, utf8
 from .occurrences import MAX_PARSE_CHARS, is_identifier, line_end
 from .window import line_of, line_starts
 
-# Definition nodes whose name is not in a `name` field (Python's module-level
-# `NAME = value` is an assignment with a `left`).
+# Nodes that define a name other files use, in the grammars served (their `name`
+# field); parameters and keyword arguments have one too, and are left out.
+_DEFINITIONS = frozenset(
+    {
+        "function_definition",  # python
+        "class_definition",
+        "function_declaration",  # javascript, typescript, go
+        "generator_function_declaration",
+        "class_declaration",
+        "method_definition",
+        "interface_declaration",
+        "type_alias_declaration",
+        "enum_declaration",
+        "method_declaration",  # go
+        "type_spec",
+        "function_item",  # rust
+        "struct_item",
+        "enum_item",
+        "trait_item",
+    }
+)
+# Files that stand for their folder's module.
+_PACKAGE_FILES = frozenset({"__init__", "index", "mod", "lib"})
+# Python's module-level `NAME = value`: an assignment, its name in `left`.
 _ASSIGNMENTS = frozenset({"assignment"})
 _MODULES = frozenset({"module", "program", "source_file"})
+
+
+def imports_from(text: str, path: str, source: str) -> bool:
+    """Does the document at `path` import the module at `source` (a line naming the
+    module, `from shapes import ...`, `import { x } from "./shapes"`, `use
+    crate::shapes`)? In Go, a file sees its own package: the same folder."""
+    here, there = PurePosixPath(path), PurePosixPath(source)
+    if there.suffix == ".go":
+        return here.parent == there.parent
+    module = there.parent.name if there.stem in _PACKAGE_FILES else there.stem
+    named = re.compile(
+        rf"\b(import|from|require|use|mod)\b.*(?<![\w-]){re.escape(module)}(?![\w-])"
+    )
+    return bool(module) and any(named.search(line) for line in text.splitlines())
 
 
 def renamed_lines(text: str, language_id: str, before: str, edit: Edit) -> dict[int, str]:
@@ -79,9 +116,9 @@ def _defines(root: tree_sitter.Node, text: str, offset: int) -> bool:
     parent = node.parent if node is not None else None
     if node is None or parent is None:
         return False
-    named = parent.child_by_field_name("name")
-    if named is not None and named.start_byte == node.start_byte:
-        return True
+    if parent.type in _DEFINITIONS:
+        named = parent.child_by_field_name("name")
+        return named is not None and named.start_byte == node.start_byte
     if parent.type in _ASSIGNMENTS:  # NAME = value, at module level only
         left = parent.child_by_field_name("left")
         statement = parent.parent

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from ..edits import Edit, snapshots
 from ..types import CancelToken, EngineError, Speculation, Stats
-from .across import renamed_lines
+from .across import imports_from, renamed_lines
 from .call_edits import carried_lines
 from .draft import draft_window
 from .occurrences import occurrence_lines, removed_names, target_window
@@ -203,9 +203,12 @@ def _carried_here(
 
 def _carried_across(request: NextEditRequest) -> dict[int, str]:
     """Lines rewritten by the newest edit, made in a document of the same language
-    (its file suffix): a definition it renamed, renamed here (across.py)."""
+    (its file suffix) that this one imports: a definition it renamed, renamed here
+    (across.py)."""
     path, before, edit = request.elsewhere[0]
     if PurePosixPath(path).suffix != PurePosixPath(request.path).suffix:
+        return {}
+    if not imports_from(request.text, request.path, path):
         return {}
     return renamed_lines(request.text, request.language_id, before, edit)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from speculator.edits import Edit
 from speculator.languages import new_parser
-from speculator.next_edit.across import renamed_definitions, renamed_lines
+from speculator.next_edit.across import imports_from, renamed_definitions, renamed_lines
 from speculator.next_edit.core import NextEditRequest, Plan, prepare
 
 SHAPES = """\
@@ -19,7 +19,7 @@ class Circle:
         return math.pi * radius * radius
 
 
-def describe(radius):
+def describe(radius: float = 1.0):
     size = radius * 2
     return f"describe: {size}"
 """
@@ -129,3 +129,21 @@ def test_a_rename_in_a_file_of_another_language_drafts_nothing() -> None:
 
 def test_no_edit_anywhere_is_no_plan() -> None:
     assert prepare(NextEditRequest(text=MAIN, cursor=0, edits=[], path="main.py")) is None
+
+
+def test_only_a_file_that_imports_the_renamed_ones_module_gets_it() -> None:
+    # A file with a name of its own that happens to be the same is left alone.
+    unrelated = MAIN.replace("from shapes import describe, Circle\nimport shapes\n", "")
+    plan = prepare(
+        NextEditRequest(unrelated, len(unrelated), [], "main.py", "python", request([]).elsewhere)
+    )
+    assert plan is not None and plan.draft_change is None
+    assert imports_from("from pkg.shapes import describe", "app/main.py", "pkg/shapes.py")
+    assert imports_from("from . import shapes", "pkg/main.py", "pkg/shapes.py")
+    assert imports_from("from pkg import describe", "main.py", "pkg/__init__.py")
+    assert imports_from('import { describe } from "./shapes.js";', "main.ts", "shapes.ts")
+    assert imports_from("use crate::shapes::describe;", "src/main.rs", "src/shapes.rs")
+    assert imports_from("", "cmd/main.go", "cmd/shapes.go")  # one package: one folder
+    assert not imports_from("", "cmd/main.go", "lib/shapes.go")
+    assert not imports_from("from shapes_extra import describe", "main.py", "shapes.py")
+    assert not imports_from("shapes = describe()", "main.py", "shapes.py")
