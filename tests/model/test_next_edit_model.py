@@ -74,3 +74,22 @@ def result_text(edit: TextEdit) -> str:
     """The document once the edit is applied to the half-renamed text."""
     text = renamed("auto").text
     return text[: edit.start] + edit.new_text + text[edit.end :]
+
+
+def test_a_function_renamed_in_another_file_is_proposed_at_the_import(
+    engine: SpeculativeEngine,
+) -> None:
+    """`total_price` renamed in price.py, then cart.py (which imports it) asked: the
+    model scores the import renamed, at the shipped bar."""
+    history = EditHistory()
+    history.record("file:///price.py", CODE.index("total_price"), "total_price", "order_total")
+    [(_, edit)] = history.elsewhere("file:///cart.py")
+    cart = "from price import total_price\n\n\ndef checkout(cart):\n    return total_price(cart, 0.2)\n"
+    request = NextEditRequest(
+        text=cart, cursor=0, edits=[], path="cart.py", elsewhere=[("price.py", CODE, edit)]
+    )
+    result = engine.next_edit(request)
+    [proposed] = result.edits
+    after = cart[: proposed.start] + proposed.new_text + cart[proposed.end :]
+    assert after.splitlines()[0] == "from price import order_total"
+    assert result.confidence is not None and result.confidence >= MIN_CONFIDENCE
