@@ -289,16 +289,37 @@ local echoed = {}
 vim.api.nvim_echo = function(chunks) table.insert(echoed, chunks[1][1]) end
 vim.cmd("GroundspecNextEdit") -- nothing else in shapes.py uses the name
 H.out.echoed = H.wait(function() return echoed[1] end, 20000, "the empty answer")
+local asks = 0 -- for main.py
+local request = client.request
+client.request = function(self, method, params, ...)
+  if method == "groundspec/nextEdit" and params.textDocument.uri:match("main%.py$") then
+    asks = asks + 1
+  end
+  return request(self, method, params, ...)
+end
 vim.o.hidden = true
 vim.cmd("edit main.py")
-H.out.proposal = H.wait(function()
-  local n = H.next_edit()
-  return n and n.added and n
-end, 20000, "the next edit in main.py").added
+local function proposal()
+  return H.wait(function()
+    local n = H.next_edit()
+    return n and n.added and n
+  end, 20000, "the next edit in main.py").added
+end
+H.out.proposal = proposal()
+-- Dismissed, then back from another buffer with nothing edited: not asked again.
+H.input("<Esc>")
+vim.cmd("edit shapes.py")
+vim.cmd("edit main.py")
+H.sleep(800)
+H.out.back = { asks = asks, marks = H.next_edit() or vim.NIL }
+H.input("<M-Space>")
+H.out.asked_again = proposal()
 H.input("<M-l>")
 H.out.lines = H.lines()
 """,
     )
     assert out["echoed"] == "groundspec: no next edit to propose"
     assert out["proposal"] == ["from shapes import describe_circle"]
+    assert out["back"] == {"asks": 1, "marks": None}
+    assert out["asked_again"] == out["proposal"]
     assert out["lines"] == ["from shapes import describe_circle", *main[1:]]

@@ -195,7 +195,7 @@ local function setup_buffer(buf)
   end)
   -- Turning to another file: a rename made in the last one may apply here.
   on("BufEnter", function()
-    next_edit.schedule(buf)
+    next_edit.on_enter(buf)
   end)
   on("LspDetach", function(ev)
     local client = vim.lsp.get_client_by_id(ev.data.client_id)

@@ -20,6 +20,7 @@ local CANCELLED = -32800 -- LSP RequestCancelled
 
 local shown = {} -- buf -> { start, finish, text, tick, client_id, jumped }
 local pending = {} -- buf -> { client, id }
+local asked = {} -- buf -> edits_key() when it was last asked for
 local generation = {} -- buf -> counter: a newer pause replaces the timer of an older one
 
 local function options()
@@ -50,8 +51,20 @@ end
 
 function M.forget(buf)
   pending[buf] = nil
+  asked[buf] = nil
   M.dismiss(buf)
   generation[buf] = nil
+end
+
+-- Grows with every change to a buffer the server knows: the edits it has seen.
+local function edits_key()
+  local key = 0
+  for _, b in ipairs(api.nvim_list_bufs()) do
+    if api.nvim_buf_is_loaded(b) and vim.lsp.get_clients({ bufnr = b, name = "groundspec" })[1] then
+      key = key + api.nvim_buf_get_changedtick(b)
+    end
+  end
+  return key
 end
 
 local function in_normal(buf)
@@ -130,6 +143,7 @@ function M.request(buf, explicit)
     return false
   end
   M.dismiss(buf)
+  asked[buf] = edits_key()
   local encoding = client.offset_encoding or "utf-16"
   local params = vim.lsp.util.make_position_params(0, encoding)
   local tick = api.nvim_buf_get_changedtick(buf)
@@ -165,6 +179,14 @@ function M.schedule(buf)
       M.request(buf)
     end
   end, options().debounce_ms or 300)
+end
+
+--- BufEnter: ask, unless nothing was edited anywhere since the last ask here (back
+--- from a picker or another window: a proposal dismissed stays dismissed).
+function M.on_enter(buf)
+  if asked[buf] ~= edits_key() then
+    M.schedule(buf)
+  end
 end
 
 --- TextChanged (normal mode): the proposal's positions are stale; ask again.
