@@ -190,6 +190,7 @@ def test_a_rename_in_one_file_is_proposed_in_the_file_opened_next(
 ) -> None:
     """`describe` renamed in shapes.py, then main.py opened: the extension asks on the
     editor change, and Tab applies the rename where main.py uses the name."""
+    from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
     files = {"shapes.py": SHAPES, "main.py": MAIN}
@@ -204,6 +205,18 @@ def test_a_rename_in_one_file_is_proposed_in_the_file_opened_next(
         bench.open_from_explorer("main.py")
         # Drawn in place, or (line 1 scrolled off by the click) hinted at the cursor.
         wait_for("the rename proposed in main.py", lambda: proposed_here(bench), 30)
+        # Dismissed, then back from the other tab with nothing edited: not asked again.
+        bench.keys(Keys.ESCAPE)
+        wait_for("the proposal dismissed", lambda: not proposed_here(bench), 10)
+        asked = bench.next_edits_for("main.py")
+        for name in ("shapes.py", "main.py"):
+            bench.find(f'.tab[aria-label^="{name}"]')[0].click()
+            time.sleep(1.0)
+        time.sleep(QUIET_SECONDS)
+        assert bench.next_edits_for("main.py") == asked and not proposed_here(bench)
+        chain = ActionChains(bench.driver).key_down(Keys.ALT).key_down(Keys.SHIFT)
+        chain.send_keys("\\").key_up(Keys.SHIFT).key_up(Keys.ALT).perform()
+        wait_for("the rename proposed when asked", lambda: proposed_here(bench), 30)
         bench.keys(Keys.TAB)
         bench.save()
         main = bench.folder / "main.py"

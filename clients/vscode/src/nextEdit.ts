@@ -44,6 +44,8 @@ interface Shown {
 
 export class NextEdits implements vscode.Disposable {
   private shown: Shown | undefined;
+  /** editsKey() when a document was last asked for. */
+  private readonly asked = new WeakMap<vscode.TextDocument, number>();
   private timer: NodeJS.Timeout | undefined;
   private inFlight: vscode.CancellationTokenSource | undefined;
   private readonly removed = vscode.window.createTextEditorDecorationType({
@@ -106,7 +108,9 @@ export class NextEdits implements vscode.Disposable {
     this.cancel();
     const editor = vscode.window.activeTextEditor;
     if (this.shown && editor?.document !== this.shown.document) this.clear();
-    if (editor && !this.shown) this.schedule(editor);
+    // Nothing edited anywhere since its last ask (back from another tab): not asked
+    // again, so a proposal dismissed there stays dismissed.
+    if (editor && !this.shown && this.asked.get(editor.document) !== editsKey()) this.schedule(editor);
   }
 
   /** Ask for `editor` after the pause, if it is still in front then. */
@@ -167,6 +171,7 @@ export class NextEdits implements vscode.Disposable {
     this.inFlight = source;
     const document = editor.document;
     const version = document.version;
+    this.asked.set(document, editsKey());
     const cursor = editor.selection.active;
     const params = {
       textDocument: { uri: client.code2ProtocolConverter.asUri(document.uri) },
@@ -262,6 +267,12 @@ function insertion(piece: Hunk, hover: vscode.MarkdownString): vscode.Decoration
 
 function isEmptyRange(range: Range): boolean {
   return range.start.line === range.end.line && range.start.character === range.end.character;
+}
+
+/** Grows with every edit to an open file: the edits the server has seen. */
+function editsKey(): number {
+  const files = vscode.workspace.textDocuments.filter((d) => ["file", "untitled"].includes(d.uri.scheme));
+  return files.reduce((sum, document) => sum + document.version, 0);
 }
 
 function toVscode(position: Position): vscode.Position {
