@@ -3,10 +3,11 @@
 When the user's newest edit was made in another document (a function renamed
 there, then this file opened), the edit to follow is that rename where this file
 still uses the old name: the import, the calls. Only definitions are followed (a
-function, class or method renamed, or a module-level name reassigned): a local
-variable renamed elsewhere says nothing about a variable of the same name here.
+function, class, method or type, or a module-level name): a local variable renamed
+elsewhere says nothing about a variable of the same name here, and only into a
+file that imports the renamed one's module.
 The old name is replaced where it stands as an identifier in code, plain or as an
-attribute (`shapes.describe`, `self.describe`); never in strings or comments.
+attribute (`shapes.describe`, `circle.area`); never in strings or comments.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ _DEFINITIONS = frozenset(
         "trait_item",
     }
 )
+# An import is a short line: longer ones (minified code) are not searched.
+MAX_IMPORT_CHARS = 500
 # Files that stand for their folder's module.
 _PACKAGE_FILES = frozenset({"__init__", "index", "mod", "lib"})
 # Python's module-level `NAME = value`: an assignment, its name in `left`.
@@ -55,13 +58,16 @@ def imports_from(text: str, path: str, source: str) -> bool:
     module, `from shapes import ...`, `import { x } from "./shapes"`, `use
     crate::shapes`)? In Go, a file sees its own package: the same folder."""
     here, there = PurePosixPath(path), PurePosixPath(source)
+    if len(text) > MAX_PARSE_CHARS:
+        return False
     if there.suffix == ".go":
         return here.parent == there.parent
     module = there.parent.name if there.stem in _PACKAGE_FILES else there.stem
     named = re.compile(
         rf"\b(import|from|require|use|mod)\b.*(?<![\w-]){re.escape(module)}(?![\w-])"
     )
-    return bool(module) and any(named.search(line) for line in text.splitlines())
+    lines = (line for line in text.splitlines() if len(line) <= MAX_IMPORT_CHARS)
+    return bool(module) and any(named.search(line) for line in lines)
 
 
 def renamed_lines(text: str, language_id: str, before: str, edit: Edit) -> dict[int, str]:

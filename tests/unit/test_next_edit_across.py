@@ -147,3 +147,11 @@ def test_only_a_file_that_imports_the_renamed_ones_module_gets_it() -> None:
     assert not imports_from("", "cmd/main.go", "lib/shapes.go")
     assert not imports_from("from shapes_extra import describe", "main.py", "shapes.py")
     assert not imports_from("shapes = describe()", "main.py", "shapes.py")
+
+
+def test_a_huge_document_or_a_minified_line_is_not_searched() -> None:
+    huge = "from shapes import describe\n" + "x = 1\n" * 60_000
+    assert not imports_from(huge, "main.py", "shapes.py")
+    minified = "import shapes;" + "use(shapes);" * 100
+    assert not imports_from(minified, "main.js", "shapes.js")
+    assert imports_from(minified + "\nimport shapes", "main.js", "shapes.js")
