@@ -143,8 +143,11 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         return None
     hunks = _elsewhere_hunks(request) + recent_hunks(request.text, request.edits, request.path)
     places: list[int] = []
-    if _newest_elsewhere(request):
-        focus, hunk, rewrites = None, None, _carried_across(request)
+    # A rename made in another file since the last edit here is followed first; else
+    # (it renamed nothing used here) this file's own last edit, if there is one.
+    across = _carried_across(request) if _newest_elsewhere(request) else {}
+    if across or not request.edits:
+        focus, hunk, rewrites = None, None, across
     else:
         focus, hunk, places, rewrites = _carried_here(request, hunks)
     window = target_window(request.text, request.cursor, focus, sorted({*places, *rewrites}))

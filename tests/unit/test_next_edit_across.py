@@ -155,3 +155,13 @@ def test_a_huge_document_or_a_minified_line_is_not_searched() -> None:
     minified = "import shapes;" + "use(shapes);" * 100
     assert not imports_from(minified, "main.js", "shapes.js")
     assert imports_from(minified + "\nimport shapes", "main.js", "shapes.js")
+
+
+def test_this_files_own_edit_is_followed_when_the_newer_one_elsewhere_renamed_nothing() -> None:
+    at = MAIN.index("size = 4")
+    own = Edit(at, "size", "count", at=1.0)  # the `return size` below is still to follow
+    text = own.apply(MAIN)
+    shapes_at = SHAPES.index("LIMIT = 10") + len("LIMIT = ")
+    elsewhere = [("shapes.py", SHAPES, Edit(shapes_at, "10", "20", at=2.0))]
+    plan = prepare(NextEditRequest(text, at + 5, [own], "main.py", "python", elsewhere))
+    assert "count" in proposed_line(text, plan)  # `size` carried on (first: the comment)
