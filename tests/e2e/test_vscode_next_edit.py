@@ -218,10 +218,12 @@ def test_a_rename_in_one_file_is_proposed_in_the_file_opened_next(
         chain.send_keys("\\").key_up(Keys.SHIFT).key_up(Keys.ALT).perform()
         wait_for("the rename proposed when asked", lambda: proposed_here(bench), 30)
         bench.keys(Keys.TAB)
+        # Applied asynchronously (a WorkspaceEdit): saved once the editor shows it.
+        wait_for("the import renamed", lambda: "import describe_circle" in bench.editor_text(), 15)
         bench.save()
         main = bench.folder / "main.py"
         import_renamed = MAIN.replace("import describe", "import describe_circle")
-        wait_for("the import renamed", lambda: main.read_text() == import_renamed, 15)
+        wait_for("the import saved", lambda: main.read_text() == import_renamed, 15)
 
 
 def proposed_here(bench: Workbench) -> bool:
