@@ -20,7 +20,7 @@ import tree_sitter
 from ..edits import Edit
 from ..languages import new_parser
 from ..syntax import byte_offset, utf8
-from .occurrences import MAX_PARSE_CHARS, is_identifier, line_end
+from .occurrences import MAX_PARSE_CHARS, identifiers_on_lines, is_identifier, line_end
 from .window import line_of, line_starts
 
 # Nodes that define a name other files use, in the grammars served (their `name`
@@ -105,14 +105,8 @@ def renamed_definitions(parser: tree_sitter.Parser, before: str, edit: Edit) -> 
 def _definition_names(parser: tree_sitter.Parser, text: str, start: int, end: int) -> list[str]:
     """Names defined on the whole lines holding text[start:end]."""
     root = parser.parse(utf8(text)).root_node
-    first = text.rfind("\n", 0, start) + 1
-    last = line_end(text, max(start, end - 1))
-    names = []
-    for match in re.finditer(r"[A-Za-z_]\w*", text[first:last]):
-        at = first + match.start()
-        if is_identifier(root, text, at, at + len(match.group())) and _defines(root, text, at):
-            names.append(match.group())
-    return names
+    found = identifiers_on_lines(text, root, start, end)
+    return [match.group() for match in found if _defines(root, text, match.start())]
 
 
 def _defines(root: tree_sitter.Node, text: str, offset: int) -> bool:

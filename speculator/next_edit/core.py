@@ -139,13 +139,14 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         )
     if not 0 <= request.cursor <= len(request.text):
         raise EngineError(f"cursor {request.cursor} is outside the document")
-    if not request.edits and not _newest_elsewhere(request):
+    newest_elsewhere = _newest_elsewhere(request)
+    if not request.edits and not newest_elsewhere:
         return None
     hunks = _elsewhere_hunks(request) + recent_hunks(request.text, request.edits, request.path)
     places: list[int] = []
     # A rename made in another file since the last edit here is followed first; else
     # (it renamed nothing used here) this file's own last edit, if there is one.
-    across = _carried_across(request) if _newest_elsewhere(request) else {}
+    across = _carried_across(request) if newest_elsewhere else {}
     if across or not request.edits:
         focus, hunk, rewrites = None, None, across
     else:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
+from collections.abc import Iterator
 
 import tree_sitter
 
@@ -152,16 +153,24 @@ def is_identifier(root: tree_sitter.Node, text: str, start: int, end: int) -> bo
     return _in_code(root, text, start)
 
 
+def identifiers_on_lines(
+    text: str, root: tree_sitter.Node, start: int, end: int
+) -> Iterator[re.Match[str]]:
+    """The identifiers in code on the whole lines holding text[start:end]."""
+    first = text.rfind("\n", 0, start) + 1
+    last = line_end(text, max(start, end - 1))
+    for match in _IDENTIFIER.finditer(text, first, last):
+        if is_identifier(root, text, match.start(), match.end()):
+            yield match
+
+
 def _names_on_lines(text: str, root: tree_sitter.Node, start: int, end: int) -> Counter[str]:
     """The identifiers on the whole lines holding text[start:end], attributes
     with their dot."""
-    first = text.rfind("\n", 0, start) + 1
-    last = line_end(text, max(start, end - 1))
     names: Counter[str] = Counter()
-    for match in _IDENTIFIER.finditer(text, first, last):
-        if is_identifier(root, text, match.start(), match.end()):
-            dot = "." if match.start() > 0 and text[match.start() - 1] == "." else ""
-            names[dot + match.group()] += 1
+    for match in identifiers_on_lines(text, root, start, end):
+        dot = "." if match.start() > 0 and text[match.start() - 1] == "." else ""
+        names[dot + match.group()] += 1
     return names
 
 
