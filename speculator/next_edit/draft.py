@@ -10,7 +10,8 @@ Substitutions are read from the last edit by diffing its old and new lines word
 by word: a renamed identifier (`name -> attr_name`), a changed piece of text
 (`{"firstresult": True} -> firstresult=True`, `0, 1, 10 -> 10`), or a whole line
 changed the same way wherever it recurs (`pass -> ...`). Lines inserted after a
-line are inserted after its twins too (line_edits.py), and an argument or a
+line are inserted after its twins too, text appended to a line is appended to
+the lines that begin and end as it did (line_edits.py), and an argument or a
 parameter added is carried to the other calls or into the body (call_edits.py).
 A renamed attribute (`self.result -> self._result`) is carried only to
 attributes, a renamed plain name only to plain names: the parameter `result` is
@@ -24,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from ..edits import common_ends
-from .line_edits import carry_insertion, indentation, insertion
+from .line_edits import appended, carry_appended, carry_insertion, indentation, insertion
 from .window import Hunk
 
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")
@@ -144,8 +145,10 @@ def draft_window(
         window = "\n".join(rewrites.get(i, line) for i, line in enumerate(lines))
     if hunk is None:
         return window
-    draft = apply_substitutions(window, substitutions(hunk), skip_lines)
-    ins = insertion(hunk)
-    if ins is None:
-        return draft
-    return "\n".join(carry_insertion(draft.split("\n"), ins, skip_lines))
+    lines = apply_substitutions(window, substitutions(hunk), skip_lines).split("\n")
+    ins, app = insertion(hunk), appended(hunk)  # at most one of them
+    if ins is not None:
+        lines = carry_insertion(lines, ins, skip_lines)
+    elif app is not None:
+        lines = carry_appended(lines, app, skip_lines)
+    return "\n".join(lines)

@@ -1,7 +1,9 @@
 """Lines inserted after a line, carried on: the same lines inserted after the other
 lines equal to it (`raise PluginValidationError(` given a new first argument),
-indented as each of them is. Beside draft.py's substitutions, which change lines
-in place.
+indented as each of them is. And text appended to a line (`  # pragma: no cover`
+after `except AttributeError:`), appended to the lines that begin and end with the
+same words as that line did (`except Exception:`). Beside draft.py's
+substitutions, which change lines in place.
 
 Lines compare stripped. More than MAX_INSERTED_LINES inserted are a new block. An
 anchor shorter than MIN_ANCHOR_CHARS (`try:`, `else:`) or recurring more than
@@ -12,6 +14,7 @@ a paste, copying is likelier than moving.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ..edits import common_ends
@@ -22,6 +25,10 @@ MIN_ANCHOR_CHARS = 12
 # More lines than this are a new block, not a change to repeat (and a hunk shows
 # at most window.MAX_HUNK_LINES of them: a longer one would be carried cut).
 MAX_INSERTED_LINES = 8
+# Appended text shorter than this (bar whitespace: `,`, `)`) is finishing the line,
+# not a change to repeat.
+MIN_APPENDED_CHARS = 2
+_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,52 @@ def carry_insertion(lines: list[str], ins: Insertion, skip: tuple[int, int] | No
         if i in at:
             out += [_reindented(new, ins.indent, indentation(line)) for new in ins.lines]
     return out
+
+
+@dataclass(frozen=True)
+class Appended:
+    """Text a hunk appended to one line, and that line's first and last tokens
+    before it."""
+
+    first: str
+    last: str
+    text: str
+
+
+def appended(hunk: Hunk) -> Appended | None:
+    """What the hunk appended to the end of its one line; None for any other edit."""
+    if len(hunk.before) != 1 or len(hunk.after) != 1:
+        return None
+    old, new = hunk.before[0].rstrip(), hunk.after[0].rstrip()
+    tokens = _TOKEN.findall(old)
+    if not tokens or not new.startswith(old):
+        return None
+    text = new[len(old) :]
+    if len(text.strip()) < MIN_APPENDED_CHARS:
+        return None
+    return Appended(tokens[0], tokens[-1], text)
+
+
+def appended_twins(lines: list[str], app: Appended, skip: tuple[int, int] | None) -> list[int]:
+    """Indexes of the lines outside `skip` [a, b) that begin and end as the edited
+    line did (none when more than MAX_ANCHOR_PLACES do)."""
+    at = [
+        i
+        for i, line in enumerate(lines)
+        if (skip is None or not skip[0] <= i < skip[1]) and _ends(line) == (app.first, app.last)
+    ]
+    return at if len(at) <= MAX_ANCHOR_PLACES else []
+
+
+def carry_appended(lines: list[str], app: Appended, skip: tuple[int, int] | None) -> list[str]:
+    """`lines` with the text appended to the edited line's twins (appended_twins)."""
+    at = set(appended_twins(lines, app, skip))
+    return [line.rstrip() + app.text if i in at else line for i, line in enumerate(lines)]
+
+
+def _ends(line: str) -> tuple[str, str] | None:
+    tokens = _TOKEN.findall(line)
+    return (tokens[0], tokens[-1]) if tokens else None
 
 
 def indentation(line: str) -> str:

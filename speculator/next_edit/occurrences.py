@@ -9,7 +9,7 @@ attribute (`.result`, written so) is looked up as attributes only, a plain name 
 plain names only. The edit's other
 substitutions (a changed piece of text, a whole line changed: draft.py) are found
 as text outside strings and comments, and so are the lines that lines it inserted
-follow (line_edits.py).
+follow and the twins of a line it appended text to (line_edits.py).
 
 When none of these places lies in the window around the cursor but one does
 elsewhere, the window is widened to reach it when that costs a few lines, or else
@@ -31,7 +31,7 @@ from ..edits import Edit
 from ..languages import new_parser
 from ..syntax import STRING_OR_COMMENT, byte_offset, utf8
 from .draft import substitutions, word_pattern
-from .line_edits import anchors, insertion
+from .line_edits import anchors, appended, appended_twins, insertion
 from .window import LINES_ABOVE, LINES_BELOW, Hunk, Window, choose_window, line_of, line_starts
 
 log = logging.getLogger(__name__)
@@ -102,12 +102,29 @@ def occurrence_lines(
             lines -= set(range(*skip))
         if len(lines) <= MAX_TEXT_PLACES:
             found |= lines
-    ins = insertion(hunk) if hunk is not None else None
-    if ins is not None:  # the line below an anchor is where the lines go
-        found |= {i + 1 for i in anchors(text.split("\n"), ins) if _in_code(root, text, starts[i])}
+    found |= _line_edit_places(text, root, starts, hunk, skip)
     if skip is not None:
         found -= set(range(*skip))
     return sorted(found)
+
+
+def _line_edit_places(
+    text: str,
+    root: tree_sitter.Node,
+    starts: list[int],
+    hunk: Hunk | None,
+    skip: tuple[int, int] | None,
+) -> set[int]:
+    """Where line_edits.py carries the hunk: the line below an anchor of inserted
+    lines, or a twin of the line text was appended to."""
+    ins = insertion(hunk) if hunk is not None else None
+    app = appended(hunk) if hunk is not None else None
+    lines = text.split("\n")
+    if ins is not None:
+        return {i + 1 for i in anchors(lines, ins) if _in_code(root, text, starts[i])}
+    if app is not None:
+        return {i for i in appended_twins(lines, app, skip) if _in_code(root, text, starts[i])}
+    return set()
 
 
 def target_window(

@@ -1,4 +1,5 @@
-"""Lines inserted after a line are carried after the other lines equal to it
+"""Lines inserted after a line are carried after the other lines equal to it, and
+text appended to a line to the lines that begin and end as it did
 (speculator/next_edit/line_edits.py), through the whole request on the fake engine."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 from speculator.edits import EditHistory
 from speculator.fake import FakeEngine
 from speculator.next_edit.core import NextEditRequest, prepare
-from speculator.next_edit.line_edits import carry_insertion, insertion
+from speculator.next_edit.line_edits import appended, carry_appended, carry_insertion, insertion
 from speculator.next_edit.window import Hunk
 
 CODE = """def check(hookimpl):
@@ -100,3 +101,55 @@ def test_the_window_reaches_a_twin_below_it() -> None:
     assert plan is not None and plan.draft_change is not None
     assert plan.draft_change.edit.new_text.strip() == "hookimpl.plugin,"
     assert plan.draft_change.edit.start > far.rindex(ANCHOR)
+
+
+TRY = """def signature(func):
+    try:
+        func = func.__init__
+    except AttributeError:
+        return (), ()
+    try:
+        func = getattr(func, "__call__", func)
+    except Exception:
+        return (), ()
+    return inspect.signature(func)
+"""
+PRAGMA = "  # pragma: no cover"
+
+
+def test_a_comment_appended_to_a_line_is_appended_to_its_sibling() -> None:
+    at = TRY.index("except AttributeError:") + len("except AttributeError:")
+    after = proposed(inserted(TRY, at, PRAGMA))
+    assert f"except AttributeError:{PRAGMA}\n" in after
+    assert f"except Exception:{PRAGMA}\n" in after
+    assert after.count(PRAGMA) == 2  # `try:` and the rest: other first or last words
+
+
+def test_the_window_reaches_a_sibling_below_it() -> None:
+    far = TRY.replace(
+        "    try:\n        func = getattr", "    log()\n" * 14 + "    try:\n        func = getattr"
+    )
+    at = far.index("except AttributeError:") + len("except AttributeError:")
+    request = inserted(far, at, PRAGMA)
+    plan = prepare(request)
+    assert plan is not None and plan.draft_change is not None
+    assert plan.draft_change.edit.new_text == PRAGMA
+    sibling = request.text.index("except Exception:") + len("except Exception:")
+    assert plan.draft_change.edit.start == sibling
+
+
+def test_finishing_a_line_or_changing_it_is_not_appending() -> None:
+    assert appended(Hunk("m.py", 0, ["    f(a"], ["    f(a)"], [], [])) is None
+    assert appended(Hunk("m.py", 0, ["    f(a)"], ["    g(a)  # x"], [], [])) is None
+    assert appended(Hunk("m.py", 0, ["    f(a)"], ["    f(a)", "    g()"], [], [])) is None
+    app = appended(Hunk("m.py", 0, ["    f(a)  "], ["    f(a)  # type: ignore"], [], []))
+    assert app is not None and (app.first, app.last, app.text) == ("f", ")", "  # type: ignore")
+
+
+def test_a_line_shape_that_recurs_too_often_is_not_followed() -> None:
+    app = appended(Hunk("m.py", 0, ["x = f(a)"], ["x = f(a)  # why"], [], []))
+    assert app is not None
+    few = ["x = f(b)", "y = f(c)", "x = g(d)"]
+    assert carry_appended(few, app, None) == ["x = f(b)  # why", "y = f(c)", "x = g(d)  # why"]
+    many = [f"x = f({i})" for i in range(5)]
+    assert carry_appended(many, app, None) == many
