@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 
 from ..edits import common_ends
-from .line_edits import appended, carry_appended, carry_insertion, indentation, insertion
+from .line_edits import added, carry_added, carry_insertion, indentation, insertion
 from .window import Hunk
 
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")
@@ -146,9 +146,9 @@ def draft_window(
     if hunk is None:
         return window
     lines = apply_substitutions(window, substitutions(hunk), skip_lines).split("\n")
-    ins, app = insertion(hunk), appended(hunk)  # at most one of them
+    ins, add = insertion(hunk), added(hunk)  # at most one of them
     if ins is not None:
         lines = carry_insertion(lines, ins, skip_lines)
-    elif app is not None:
-        lines = carry_appended(lines, app, skip_lines)
+    elif add is not None:
+        lines = carry_added(lines, add, skip_lines)
     return "\n".join(lines)

@@ -2,7 +2,8 @@
 lines equal to it (`raise PluginValidationError(` given a new first argument),
 indented as each of them is. And text appended to a line (`  # pragma: no cover`
 after `except AttributeError:`), appended to the lines that begin and end with the
-same words as that line did (`except Exception:`). Beside draft.py's
+same words as that line did (`except Exception:`), as is text added at its
+start (`# ` commenting it out, `await `). Beside draft.py's
 substitutions, which change lines in place.
 
 Lines compare stripped. More than MAX_INSERTED_LINES inserted are a new block. An
@@ -25,10 +26,11 @@ MIN_ANCHOR_CHARS = 12
 # More lines than this are a new block, not a change to repeat (and a hunk shows
 # at most window.MAX_HUNK_LINES of them: a longer one would be carried cut).
 MAX_INSERTED_LINES = 8
-# Appended text shorter than this (bar whitespace: `,`, `)`) is finishing the line,
-# not a change to repeat.
+# Text appended shorter than this (bar whitespace: `,`, `)`) is finishing the line,
+# not a change to repeat. At a line's start one character (`#`) is a change.
 MIN_APPENDED_CHARS = 2
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+_WORD_PAIR = re.compile(r"\w\w")
 
 
 @dataclass(frozen=True)
@@ -79,44 +81,61 @@ def carry_insertion(lines: list[str], ins: Insertion, skip: tuple[int, int] | No
 
 
 @dataclass(frozen=True)
-class Appended:
-    """Text a hunk appended to one line, and that line's first and last tokens
-    before it."""
+class Added:
+    """Text a hunk added at one end of one line (after its indentation, or at its
+    end), and that line's first and last tokens before it."""
 
     first: str
     last: str
     text: str
+    at_start: bool
 
 
-def appended(hunk: Hunk) -> Appended | None:
-    """What the hunk appended to the end of its one line; None for any other edit."""
+def added(hunk: Hunk) -> Added | None:
+    """What the hunk added at the start or the end of its one line; None for any
+    other edit."""
     if len(hunk.before) != 1 or len(hunk.after) != 1:
         return None
     old, new = hunk.before[0].rstrip(), hunk.after[0].rstrip()
     tokens = _TOKEN.findall(old)
-    if not tokens or not new.startswith(old):
+    if not tokens:
         return None
-    text = new[len(old) :]
-    if len(text.strip()) < MIN_APPENDED_CHARS:
-        return None
-    return Appended(tokens[0], tokens[-1], text)
+    if new.startswith(old) and len(new[len(old) :].strip()) >= MIN_APPENDED_CHARS:
+        text = new[len(old) :]
+        return None if _glued(old, text) else Added(tokens[0], tokens[-1], text, False)
+    body, new_body = old.lstrip(), new.lstrip()
+    if new.startswith(indentation(old)) and new_body.endswith(body) and new_body != body:
+        text = new_body[: -len(body)]
+        return None if _glued(text, body) else Added(tokens[0], tokens[-1], text, True)
+    return None
 
 
-def appended_twins(lines: list[str], app: Appended, skip: tuple[int, int] | None) -> list[int]:
+def _glued(left: str, right: str) -> bool:
+    """Do the two join inside a word (`count` + `er`: a word retyped, not added)?"""
+    return _WORD_PAIR.fullmatch(left[-1:] + right[:1]) is not None
+
+
+def added_twins(lines: list[str], add: Added, skip: tuple[int, int] | None) -> list[int]:
     """Indexes of the lines outside `skip` [a, b) that begin and end as the edited
     line did (none when more than MAX_ANCHOR_PLACES do)."""
     at = [
         i
         for i, line in enumerate(lines)
-        if (skip is None or not skip[0] <= i < skip[1]) and _ends(line) == (app.first, app.last)
+        if (skip is None or not skip[0] <= i < skip[1]) and _ends(line) == (add.first, add.last)
     ]
     return at if len(at) <= MAX_ANCHOR_PLACES else []
 
 
-def carry_appended(lines: list[str], app: Appended, skip: tuple[int, int] | None) -> list[str]:
-    """`lines` with the text appended to the edited line's twins (appended_twins)."""
-    at = set(appended_twins(lines, app, skip))
-    return [line.rstrip() + app.text if i in at else line for i, line in enumerate(lines)]
+def carry_added(lines: list[str], add: Added, skip: tuple[int, int] | None) -> list[str]:
+    """`lines` with the text added to the edited line's twins (added_twins)."""
+    at = set(added_twins(lines, add, skip))
+    return [_with_text(line, add) if i in at else line for i, line in enumerate(lines)]
+
+
+def _with_text(line: str, add: Added) -> str:
+    if add.at_start:
+        return indentation(line) + add.text + line.lstrip()
+    return line.rstrip() + add.text
 
 
 def _ends(line: str) -> tuple[str, str] | None:

@@ -31,7 +31,7 @@ from ..edits import Edit
 from ..languages import new_parser
 from ..syntax import STRING_OR_COMMENT, byte_offset, utf8
 from .draft import substitutions, word_pattern
-from .line_edits import anchors, appended, appended_twins, insertion
+from .line_edits import added, added_twins, anchors, insertion
 from .window import LINES_ABOVE, LINES_BELOW, Hunk, Window, choose_window, line_of, line_starts
 
 log = logging.getLogger(__name__)
@@ -118,12 +118,12 @@ def _line_edit_places(
     """Where line_edits.py carries the hunk: the line below an anchor of inserted
     lines, or a twin of the line text was appended to."""
     ins = insertion(hunk) if hunk is not None else None
-    app = appended(hunk) if hunk is not None else None
+    add = added(hunk) if hunk is not None else None
     lines = text.split("\n")
     if ins is not None:
         return {i + 1 for i in anchors(lines, ins) if _in_code(root, text, starts[i])}
-    if app is not None:
-        return {i for i in appended_twins(lines, app, skip) if _in_code(root, text, starts[i])}
+    if add is not None:
+        return {i for i in added_twins(lines, add, skip) if _in_code(root, text, starts[i])}
     return set()
 
 

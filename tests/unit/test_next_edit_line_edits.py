@@ -7,7 +7,7 @@ from __future__ import annotations
 from speculator.edits import EditHistory
 from speculator.fake import FakeEngine
 from speculator.next_edit.core import NextEditRequest, prepare
-from speculator.next_edit.line_edits import appended, carry_appended, carry_insertion, insertion
+from speculator.next_edit.line_edits import added, carry_added, carry_insertion, insertion
 from speculator.next_edit.window import Hunk
 
 CODE = """def check(hookimpl):
@@ -138,18 +138,27 @@ def test_the_window_reaches_a_sibling_below_it() -> None:
     assert plan.draft_change.edit.start == sibling
 
 
-def test_finishing_a_line_or_changing_it_is_not_appending() -> None:
-    assert appended(Hunk("m.py", 0, ["    f(a"], ["    f(a)"], [], [])) is None
-    assert appended(Hunk("m.py", 0, ["    f(a)"], ["    g(a)  # x"], [], [])) is None
-    assert appended(Hunk("m.py", 0, ["    f(a)"], ["    f(a)", "    g()"], [], [])) is None
-    app = appended(Hunk("m.py", 0, ["    f(a)  "], ["    f(a)  # type: ignore"], [], []))
+def test_finishing_a_line_or_a_word_or_changing_it_is_not_adding() -> None:
+    assert added(Hunk("m.py", 0, ["    f(a"], ["    f(a)"], [], [])) is None
+    assert added(Hunk("m.py", 0, ["    f(a)"], ["    g(a)  # x"], [], [])) is None
+    assert added(Hunk("m.py", 0, ["    f(a)"], ["    f(a)", "    g()"], [], [])) is None
+    assert added(Hunk("m.py", 0, ["    count = 1"], ["    count = 10"], [], [])) is None
+    assert added(Hunk("m.py", 0, ["    x = f(a)"], ["    max_x = f(a)"], [], [])) is None
+    app = added(Hunk("m.py", 0, ["    f(a)  "], ["    f(a)  # type: ignore"], [], []))
     assert app is not None and (app.first, app.last, app.text) == ("f", ")", "  # type: ignore")
 
 
 def test_a_line_shape_that_recurs_too_often_is_not_followed() -> None:
-    app = appended(Hunk("m.py", 0, ["x = f(a)"], ["x = f(a)  # why"], [], []))
+    app = added(Hunk("m.py", 0, ["x = f(a)"], ["x = f(a)  # why"], [], []))
     assert app is not None
     few = ["x = f(b)", "y = f(c)", "x = g(d)"]
-    assert carry_appended(few, app, None) == ["x = f(b)  # why", "y = f(c)", "x = g(d)  # why"]
+    assert carry_added(few, app, None) == ["x = f(b)  # why", "y = f(c)", "x = g(d)  # why"]
     many = [f"x = f({i})" for i in range(5)]
-    assert carry_appended(many, app, None) == many
+    assert carry_added(many, app, None) == many
+
+
+def test_a_line_commented_out_is_carried_to_its_twins_indented_as_each_is() -> None:
+    code = "def f():\n    print(a)\n    run()\n    if a:\n        print(b)\n"
+    at = code.index("print(a)")
+    after = proposed(inserted(code, at, "# "))
+    assert after == "def f():\n    # print(a)\n    run()\n    if a:\n        # print(b)\n"
