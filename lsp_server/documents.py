@@ -192,6 +192,10 @@ class DocumentStore:
     def __len__(self) -> int:
         return len(self._docs)
 
+    def all(self) -> list[Document]:
+        """The open documents, as a list (the store may change while it is read)."""
+        return list(self._docs.values())
+
     def open(self, item: types.TextDocumentItem) -> Document:
         doc = Document(item.uri, item.language_id, item.version, item.text, self.max_chars)
         self._docs[item.uri] = doc

@@ -22,7 +22,16 @@ import msgspec
 
 from speculator.edits import Edit, EditHistory, snapshots
 from speculator.next_edit.core import NextEditRequest, NextEditResult
-from speculator.types import CancelToken, Engine, EngineError, Speculation, Stats
+from speculator.next_edit.imports import ImportSources
+from speculator.types import (
+    CancelToken,
+    ContextProvider,
+    Engine,
+    EngineError,
+    Snippet,
+    Speculation,
+    Stats,
+)
 
 from . import requests as rq
 from .convert import LineIndex
@@ -39,6 +48,8 @@ COPILOT_INLINE_EDIT_METHOD = "textDocument/copilotInlineEdit"
 ACCEPTED_COMMAND = "groundspec.accepted"  # as lsp_server/server.py names it
 # Edits in other open documents shown to the model (newest first).
 ELSEWHERE = 2
+# Workspace chunks read for an import of a name just used.
+IMPORT_SNIPPETS = 12
 
 
 class DocumentAt(msgspec.Struct):
@@ -114,7 +125,8 @@ async def _run(
         if service.source(req.text_document.uri).version != src.version:
             return src, NextEditResult([], Stats(speculation=speculation), reason="typing on")
     root = service.workspace_root
-    request = request_for(service.documents, src, cursor, speculation, options, root)
+    index = service.workspace_index
+    request = request_for(service.documents, src, cursor, speculation, options, root, index)
     token = CancelToken()
     result = await service.run_engine(lambda e: run_on_engine(e, request, token), token)
     return src, result
@@ -139,9 +151,11 @@ def request_for(
     speculation: Speculation,
     options: ServerOptions,
     root: str | None = None,
+    index: ContextProvider | None = None,
 ) -> NextEditRequest:
     """The engine request: the document now, its recent edits and a few elsewhere,
-    each file named as a diff names it, from the workspace `root`."""
+    each file named as a diff names it, from the workspace `root`; imports are
+    looked for in the other open documents and the workspace `index`."""
     assert src.uri is not None
     history = documents.history
     return NextEditRequest(
@@ -156,6 +170,7 @@ def request_for(
         speculation=speculation,
         prompt_format=options.next_edit_format,
         min_confidence=options.next_edit_min_confidence,
+        import_sources=import_sources(documents, src, root, index),
     )
 
 
@@ -174,6 +189,31 @@ def _elsewhere(
             before = snapshots(text, edits)[edits.index(edit)]
             found.append((rq._path_of(other) or other, before, edit))
     return found
+
+
+def import_sources(
+    documents: DocumentStore,
+    src: rq.Resolved,
+    root: str | None,
+    index: ContextProvider | None,
+) -> ImportSources:
+    """Where the engine looks for an import of a name the user just used: the
+    other open documents of the same language, then the workspace index's chunks
+    most alike to `import NAME` (read on the engine's thread: the open documents'
+    texts are taken now)."""
+    texts = [
+        Snippet(shown_path(rq._path_of(doc.uri) or doc.uri, root), doc.text)
+        for doc in documents.all()
+        if doc.uri != src.uri and doc.language_id == src.language_id
+    ]
+
+    def sources(name: str) -> list[Snippet]:
+        found = [snippet for snippet in texts if name in snippet.text]
+        if index is not None:
+            found += index.related(src.path, f"import {name}", IMPORT_SNIPPETS)
+        return found
+
+    return sources
 
 
 def _range(index: LineIndex, start: int, end: int) -> dict[str, Any]:

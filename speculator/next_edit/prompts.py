@@ -85,6 +85,8 @@ def build_prompt(fmt: str, given: PromptInput) -> Prompt:
 
 
 def _with_cursor(window: Window) -> str:
+    if window.cursor is None:
+        return window.text
     return window.text[: window.cursor] + CURSOR_MARKER + window.text[window.cursor :]
 
 

@@ -30,7 +30,7 @@ class Window:
     start: int
     end: int
     text: str
-    cursor: int  # the cursor's offset in `text`
+    cursor: int | None  # the cursor's offset in `text`; None: the cursor is elsewhere
     at_end_of_file: bool
 
 

@@ -142,3 +142,32 @@ def test_a_rename_made_in_another_file_is_proposed_in_the_file_opened_next(
     (edit,) = server.call("groundspec/nextEdit", params)["result"]["edits"]
     first = applied(MAIN, [edit], "newText")
     assert first == MAIN.replace("import describe", "import describe_circle")
+
+
+LOADER_URI = "file:///work/app/loader.py"
+LOADER = 'from pathlib import Path\n\n\ndef read(name):\n    return Path(name).read_text()\n'
+CONFIG_URI = "file:///work/app/config.py"
+CONFIG = '"""Settings."""\nimport json\n\n\ndef load(name):\n    with open(name) as f:\n        return json.load(f)\n'
+
+
+def test_a_name_used_here_and_imported_in_another_open_file_gets_its_import(
+    server: RawServer,
+) -> None:
+    for uri, text in ((LOADER_URI, LOADER), (CONFIG_URI, CONFIG)):
+        item = {"uri": uri, "languageId": "python", "version": 1, "text": text}
+        server.notify("textDocument/didOpen", {"textDocument": item})
+    typed = "    name = Path(name).expanduser()\n"
+    at = {"line": 5, "character": 0}
+    change = {"range": {"start": at, "end": at}, "text": typed}
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": CONFIG_URI, "version": 2}, "contentChanges": [change]},
+    )
+    now = applied(CONFIG, [{"range": {"start": at, "end": at}, "newText": typed}], "newText")
+    params = {"textDocument": {"uri": CONFIG_URI}, "position": {"line": 5, "character": 34}}
+    (edit,) = server.call("groundspec/nextEdit", params)["result"]["edits"]
+    assert applied(now, [edit], "newText") == now.replace(
+        "import json\n", "import json\nfrom pathlib import Path\n"
+    )
+    server.notify("textDocument/didClose", {"textDocument": {"uri": LOADER_URI}})
+    assert server.call("groundspec/nextEdit", params)["result"]["edits"] == []

@@ -10,7 +10,7 @@ from speculator.edits import EditHistory
 from speculator.engine import SpeculativeEngine
 from speculator.next_edit.core import NextEditRequest
 from speculator.next_edit.proposal import MIN_CONFIDENCE, TextEdit
-from speculator.types import CompletionRequest
+from speculator.types import CompletionRequest, Snippet
 
 CODE = """def total_price(items, tax_rate):
     subtotal = 0
@@ -92,4 +92,30 @@ def test_a_function_renamed_in_another_file_is_proposed_at_the_import(
     [proposed] = result.edits
     after = cart[: proposed.start] + proposed.new_text + cart[proposed.end :]
     assert after.splitlines()[0] == "from price import order_total"
+    assert result.confidence is not None and result.confidence >= MIN_CONFIDENCE
+
+
+def test_a_name_imported_in_another_file_gets_its_import_here(engine: SpeculativeEngine) -> None:
+    """`Path` typed where nothing imports it; another file imports it from pathlib:
+    the model scores that import added, at the shipped bar."""
+    code = '"""Settings."""\nimport json\n\n\ndef load(name):\n    with open(name) as f:\n        return json.load(f)\n'
+    at = code.index("    with open")
+    line = "    name = Path(name).expanduser()\n"
+    history = EditHistory()
+    history.record("u", at, "", line)
+    text = code[:at] + line + code[at:]
+    loader = Snippet(
+        "loader.py", "from pathlib import Path\n\n\ndef read(p):\n    return Path(p)\n"
+    )
+    request = NextEditRequest(
+        text=text,
+        cursor=at + len(line) - 1,
+        edits=history.edits("u"),
+        path="settings.py",
+        import_sources=lambda name: [loader],
+    )
+    result = engine.next_edit(request)
+    [proposed] = result.edits
+    after = text[: proposed.start] + proposed.new_text + text[proposed.end :]
+    assert after == text.replace("import json\n", "import json\nfrom pathlib import Path\n")
     assert result.confidence is not None and result.confidence >= MIN_CONFIDENCE

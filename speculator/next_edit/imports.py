@@ -1,0 +1,202 @@
+"""The import for a name just used, drafted from the imports of other files.
+
+When the user's last edit used a name that nothing else in the file mentions
+(`Path(...)` typed in a file without `from pathlib import Path`), and other files
+of the workspace import that name, the draft adds their import: to this file's
+one-line `from pathlib import ...` if it has one, else after its last import at
+the top. The line is copied, never invented: a name no other file imports gets
+nothing. Python only; the model still scores the change against the bar.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import re
+from collections import Counter
+from collections.abc import Callable, Iterator
+from pathlib import PurePosixPath
+
+import tree_sitter
+
+from ..languages import new_parser
+from ..syntax import utf8
+from ..types import Snippet
+from .draft import word_pattern
+
+log = logging.getLogger(__name__)
+
+# Where the other files' imports come from: snippets of files that may import `name`.
+ImportSources = Callable[[str], list[Snippet]]
+
+MAX_SCAN_CHARS = 300_000
+# Names looked up per request: an edit that wrote many new names is new code,
+# not a use of one more import.
+MAX_NAMES = 3
+_BUILTINS = frozenset(dir(builtins))
+_IMPORT_TYPES = ("import_statement", "import_from_statement", "future_import_statement")
+# A name in these places is being bound or is a member, not used.
+_BINDING_PARENTS = frozenset(
+    {
+        "parameters",
+        "lambda_parameters",
+        "typed_parameter",
+        "function_definition",
+        "class_definition",
+        "aliased_import",
+        "dotted_name",
+        "global_statement",
+        "nonlocal_statement",
+        "as_pattern_target",
+    }
+)
+_TARGET_PARENTS = frozenset(
+    {"assignment", "augmented_assignment", "for_statement", "for_in_clause", "named_expression"}
+)
+_FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#\\(]+)", re.MULTILINE)
+_IMPORT = re.compile(r"^import[ \t]+([^\n#\\]+)", re.MULTILINE)
+
+
+def import_lines(
+    text: str,
+    path: str,
+    focus: tuple[int, int] | None,
+    language_id: str,
+    sources: ImportSources | None,
+) -> dict[int, str]:
+    """Lines of `text` rewritten to import the names the edit on lines `focus`
+    [a, b) used and nothing here binds (a line may become two: it and the import)."""
+    if sources is None or focus is None or language_id != "python":
+        return {}
+    if len(text) > MAX_SCAN_CHARS:
+        return {}
+    parser = new_parser(language_id)
+    if parser is None:
+        return {}
+    root = parser.parse(utf8(text)).root_node
+    names = unbound_names(text, root, focus)
+    if not names or len(names) > MAX_NAMES:
+        return {}
+    rewrites: dict[int, str] = {}
+    lines = text.split("\n")
+    for name in names:
+        found = import_for(name, path, sources(name))
+        if found is not None:
+            at, line = _placed(lines, root, found, name)
+            rewrites[at] = _joined(rewrites.get(at, lines[at]), line, at, lines)
+    return rewrites
+
+
+def unbound_names(text: str, root: tree_sitter.Node, focus: tuple[int, int]) -> list[str]:
+    """Names used (not bound) on lines `focus` that appear nowhere else in `text`
+    and are not builtins."""
+    lines = text.split("\n")
+    elsewhere = "\n".join(lines[: focus[0]] + lines[focus[1] :])
+    found: list[str] = []
+    for node in _identifiers(root, focus):
+        name = node.text.decode("utf-8", "replace") if node.text else ""
+        if name in found or name in _BUILTINS or not _is_used(node):
+            continue
+        if word_pattern(name, member=False).search(elsewhere):
+            continue
+        found.append(name)
+    return found
+
+
+def _identifiers(root: tree_sitter.Node, focus: tuple[int, int]) -> Iterator[tree_sitter.Node]:
+    start, end = (focus[0], 0), (focus[1], 0)
+    node = root.descendant_for_point_range(start, end)
+    stack = [node] if node is not None else []
+    while stack:
+        node = stack.pop()
+        if node.end_point < start or node.start_point >= end:
+            continue
+        if node.type == "identifier":
+            yield node
+        stack.extend(reversed(node.children))
+
+
+def _is_used(node: tree_sitter.Node) -> bool:
+    """Is the identifier read (not bound, not a member, not a keyword's name)?"""
+    parent = node.parent
+    if parent is None or parent.type in _BINDING_PARENTS:
+        return False
+    if parent.type == "attribute":
+        return parent.child_by_field_name("object") == node
+    if parent.type in ("keyword_argument", "default_parameter", "typed_default_parameter"):
+        return parent.child_by_field_name("name") != node
+    child: tree_sitter.Node = node
+    up: tree_sitter.Node | None = parent
+    while up is not None and up.type not in ("expression_statement", "module", "block"):
+        if up.type in _TARGET_PARENTS:
+            target = up.child_by_field_name("left") or up.child_by_field_name("name")
+            if target is not None and target.start_byte <= child.start_byte < target.end_byte:
+                return False
+        child, up = up, up.parent
+    return True
+
+
+def import_for(name: str, path: str, snippets: list[Snippet]) -> str | None:
+    """The import line binding `name` that the snippets' top-level imports use most
+    (`from pathlib import Path`); relative ones only from a file in this folder."""
+    folder = PurePosixPath(path).parent
+    counts: Counter[str] = Counter()
+    for snippet in snippets:
+        same_folder = PurePosixPath(snippet.path).parent == folder
+        for line in _imports_binding(snippet.text, name):
+            if same_folder or not line.startswith("from ."):
+                counts[line] += 1
+    if not counts:
+        return None
+    return counts.most_common(1)[0][0]
+
+
+def _imports_binding(text: str, name: str) -> Iterator[str]:
+    """The top-level imports in `text` that bind `name`, each as one line."""
+    for match in _FROM.finditer(text):
+        module, names = match.group(1), match.group(2).strip("() \t\n")
+        for item in names.split(","):
+            parts = item.split()
+            if parts and parts[-1] == name and parts[0].isidentifier():
+                alias = f" as {name}" if parts[0] != name else ""
+                yield f"from {module} import {parts[0]}{alias}"
+    for match in _IMPORT.finditer(text):
+        for item in match.group(1).split(","):
+            parts = item.split()
+            bound = parts[-1] if len(parts) == 3 and parts[1] == "as" else None
+            if parts and (bound or parts[0].split(".")[0]) == name:
+                yield f"import {' '.join(parts)}"
+
+
+def _placed(lines: list[str], root: tree_sitter.Node, line: str, name: str) -> tuple[int, str]:
+    """Where the import goes: (line number, what that line becomes)."""
+    imports = [c for c in root.children if c.type in _IMPORT_TYPES]
+    module = line.split()[1] if line.startswith("from ") and " as " not in line else None
+    for node in imports:
+        row = node.start_point[0]
+        same = module is not None and lines[row].startswith(f"from {module} import ")
+        if same and node.end_point[0] == row and not re.search(r"[(#\\]", lines[row]):
+            return row, f"{lines[row].rstrip()}, {name}"
+    if imports:
+        last = imports[-1].end_point[0]
+        return last, f"{lines[last]}\n{line}"
+    docstring = _docstring_end(root)
+    if docstring is not None:
+        return docstring, f"{lines[docstring]}\n\n{line}"
+    first = next((c.start_point[0] for c in root.children if c.type != "comment"), 0)
+    return first, f"{line}\n\n{lines[first]}"
+
+
+def _docstring_end(root: tree_sitter.Node) -> int | None:
+    """The last line of the module's docstring, None if it has none."""
+    first = next((c for c in root.children if c.type != "comment"), None)
+    if first is None or first.type != "expression_statement":
+        return None
+    return int(first.end_point[0]) if first.children[0].type == "string" else None
+
+
+def _joined(current: str, placed: str, at: int, lines: list[str]) -> str:
+    """A second import placed at the same line as the first: both kept."""
+    if current == lines[at]:
+        return placed
+    return current + placed[len(lines[at]) :] if placed.startswith(lines[at]) else current

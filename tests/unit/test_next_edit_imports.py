@@ -1,0 +1,135 @@
+"""The import for a name just used, copied from other files' imports
+(speculator/next_edit/imports.py), and where the server finds those files
+(lsp_server.next_edit.import_sources)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from lsprotocol import types
+
+from lsp_server import requests as rq
+from lsp_server.convert import LineIndex
+from lsp_server.documents import DocumentStore
+from lsp_server.next_edit import import_sources
+from speculator.edits import EditHistory
+from speculator.fake import FakeEngine
+from speculator.languages import new_parser
+from speculator.next_edit.core import NextEditRequest
+from speculator.next_edit.imports import import_for, import_lines, unbound_names
+from speculator.syntax import utf8
+from speculator.types import Snippet
+from speculator.workspace import WorkspaceIndex
+
+CODE = '''"""Config loading."""
+import json
+from typing import Any
+
+
+def load(name: str) -> dict[str, Any]:
+    with open(name) as f:
+        return json.load(f)
+'''
+AT = CODE.index("    with open")
+OTHERS = [
+    Snippet("pkg/other.py", "import os\nfrom pathlib import Path\nfrom typing import Any, cast\n"),
+    Snippet("pkg/more.py", "from pathlib import Path, PurePath\nimport numpy as np\n"),
+    Snippet("lib/odd.py", "from .paths import Path\n"),
+]
+
+
+def typed(line: str, code: str = CODE, at: int = AT) -> NextEditRequest:
+    history = EditHistory()
+    history.record("u", at, "", line)
+    return NextEditRequest(
+        text=code[:at] + line + code[at:],
+        cursor=at + len(line) - 1,
+        edits=history.edits("u"),
+        path="pkg/config.py",
+        min_confidence=0.0,
+        import_sources=lambda name: [s for s in OTHERS if name in s.text],
+    )
+
+
+def proposed(request: NextEditRequest) -> str:
+    text = request.text
+    for edit in FakeEngine().next_edit(request).edits:
+        text = text[: edit.start] + edit.new_text + text[edit.end :]
+    return text
+
+
+def names_used(line: str) -> list[str]:
+    text = CODE[:AT] + line + CODE[AT:]
+    parser = new_parser("python")
+    assert parser is not None
+    row = CODE[:AT].count("\n")
+    return unbound_names(text, parser.parse(utf8(text)).root_node, (row, row + 1))
+
+
+def test_a_name_imported_elsewhere_is_imported_after_the_last_import() -> None:
+    request = typed("    root = Path(name).parent\n")
+    assert proposed(request) == request.text.replace(
+        "from typing import Any\n", "from typing import Any\nfrom pathlib import Path\n"
+    )
+
+
+def test_a_name_from_a_module_already_imported_from_joins_its_line() -> None:
+    request = typed("    value = cast(dict, json.load(open(name)))\n")
+    assert proposed(request) == request.text.replace(
+        "from typing import Any\n", "from typing import Any, cast\n"
+    )
+
+
+def test_a_file_without_imports_gets_one_below_its_docstring() -> None:
+    code = '"""Config."""\n\n\ndef load(name):\n    return name\n'
+    at = code.index("    return")
+    request = typed("    name = np.asarray(name)\n", code, at)
+    assert proposed(request).startswith('"""Config."""\n\nimport numpy as np\n\n\ndef load')
+
+
+def test_names_bound_here_members_builtins_and_names_mentioned_are_not_imported() -> None:
+    assert names_used("    root = Path(name).parent\n") == ["Path"]
+    assert names_used("    path = open(name)\n") == []  # bound here; a builtin
+    assert names_used("    os.environ.get(Any)\n") == ["os"]  # `Any` is imported
+    assert names_used("    for item in items: pass\n") == ["items"]
+    assert names_used("    g(key=PurePath, **kw)\n") == ["g", "PurePath", "kw"]
+    assert names_used("    def inner(a: Path = DEFAULT): pass\n") == ["Path", "DEFAULT"]
+
+
+def test_the_commonest_import_is_copied_and_relative_ones_only_beside_their_file() -> None:
+    assert import_for("Path", "pkg/config.py", OTHERS) == "from pathlib import Path"
+    assert import_for("np", "pkg/config.py", OTHERS) == "import numpy as np"
+    assert import_for("Path", "lib/config.py", OTHERS[2:]) == "from .paths import Path"
+    assert import_for("Path", "pkg/config.py", OTHERS[2:]) is None
+    aliased = [Snippet("a.py", "from os import path as osp\nfrom x import (\n    a,\n    b,\n)\n")]
+    assert import_for("osp", "m.py", aliased) == "from os import path as osp"
+    assert import_for("b", "m.py", aliased) == "from x import b"
+    assert import_for("nothing", "m.py", aliased) is None
+
+
+def test_nothing_is_looked_up_without_sources_or_for_many_new_names() -> None:
+    lines = typed("    a = Path(b, c, d, e)\n")
+    row = CODE[:AT].count("\n")
+    assert import_lines(lines.text, lines.path, (row, row + 1), "python", None) == {}
+    sources = lines.import_sources
+    assert import_lines(lines.text, lines.path, (row, row + 1), "python", sources) == {}
+    assert import_lines(lines.text, lines.path, (row, row + 1), "go", sources) == {}
+
+
+def test_the_server_looks_in_the_other_open_documents_and_the_workspace(tmp_path: Path) -> None:
+    (tmp_path / "tools.py").write_text(
+        "import numpy as np\n\n\ndef mean(x):\n    return np.mean(x)\n"
+    )
+    store = DocumentStore(1_000_000)
+    for name, text in (("a.py", "from pathlib import Path\n"), ("b.py", CODE)):
+        uri = (tmp_path / name).as_uri()
+        item = types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)
+        store.open(item)
+    own = (tmp_path / "b.py").as_uri()
+    src = rq.Resolved(CODE, LineIndex(CODE), "python", str(tmp_path / "b.py"), own, 1)
+    with WorkspaceIndex(str(tmp_path), watch=False) as index:
+        assert index.wait_ready(10)
+        sources = import_sources(store, src, str(tmp_path), index)
+        assert [s.path for s in sources("Path")][0] == "a.py"  # open ones first
+        assert any("import numpy as np" in s.text for s in sources("np"))
+    assert import_sources(store, src, str(tmp_path), None)("np") == []
