@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import os
 import shutil
 import subprocess
 import sys
@@ -22,9 +23,10 @@ import msgspec
 from speculator.edits import edits_between
 from speculator.languages import language_id_for_path
 from speculator.next_edit.core import NextEditRequest
+from speculator.next_edit.imports import ImportSources
 from speculator.next_edit.prompts import PROMPT_FORMATS
 from speculator.next_edit.proposal import MIN_CONFIDENCE
-from speculator.types import SPECULATION_MODES, CancelToken
+from speculator.types import SPECULATION_MODES, CancelToken, Snippet
 
 from .cli_common import EXIT_OK, CannotError, UsageError, add_command, engine_config, engine_flags
 from .cli_input import cursor_offset, read_source
@@ -104,6 +106,7 @@ def run_next_edit(args: argparse.Namespace) -> int:
         speculation=args.speculation,
         prompt_format=args.format,
         min_confidence=args.min_confidence,
+        import_sources=git_import_sources(path),
     )
     from speculator.factory import load_engine
 
@@ -172,6 +175,33 @@ def committed_text(path: str) -> str:
         return done.stdout.decode("utf-8-sig")
     except UnicodeDecodeError:
         raise CannotError(f"the committed {path} is not UTF-8 text") from None
+
+
+def git_import_sources(path: str) -> ImportSources:
+    """The import lines naming a name in the other files of the git work tree that
+    `path` lies in (`git grep`), each file's as one snippet; none outside git."""
+    file = Path(path).resolve()
+
+    def sources(name: str) -> list[Snippet]:
+        pattern = f"^(from|import)[[:space:]].*{name}"
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(file.parent), "grep", "-I", "-z", "-E", "-e", pattern],
+                capture_output=True,
+                timeout=GIT_TIMEOUT_S,
+                check=False,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return []
+        found: dict[str, list[str]] = {}
+        for hit in done.stdout.decode("utf-8", "replace").splitlines():
+            where, _, line = hit.partition("\0")
+            other = file.parent / where
+            if other.resolve() != file:
+                found.setdefault(os.path.relpath(other), []).append(line)
+        return [Snippet(where, "\n".join(lines)) for where, lines in found.items()]
+
+    return sources
 
 
 def write_text(path: str, text: str) -> None:

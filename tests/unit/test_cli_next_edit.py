@@ -89,3 +89,17 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, repo: Path) -> None:
         assert proc.returncode == code, (location, proc.stderr)
         lines = proc.stderr.strip().splitlines()
         assert len(lines) == 1 and words in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_a_name_another_tracked_file_imports_gets_its_import(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "paths.py").write_text("from pathlib import Path\nimport numpy as np\n")
+    settings = tmp_path / "pkg" / "settings.py"
+    settings.write_text('"""S."""\nimport json\n\n\ndef load(n):\n    return json.load(open(n))\n')
+    git(tmp_path, "add", ".")
+    git(tmp_path, "commit", "-q", "-m", "first")
+    settings.write_text(settings.read_text().replace("    return", "    n = Path(n)\n    return"))
+    proc = groundspec("pkg/settings.py", "--write", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert settings.read_text().startswith('"""S."""\nimport json\nfrom pathlib import Path\n\n')
