@@ -88,19 +88,25 @@ def import_lines(
 
 
 def unbound_names(text: str, root: tree_sitter.Node, focus: tuple[int, int]) -> list[str]:
-    """Names used (not bound) on lines `focus` that appear nowhere else in `text`
-    and are not builtins."""
+    """Names used on lines `focus`, and bound nowhere there (a parameter, a
+    variable assigned), that appear nowhere else in `text` and are not builtins."""
     lines = text.split("\n")
     elsewhere = "\n".join(lines[: focus[0]] + lines[focus[1] :])
+    nodes = list(_identifiers(root, focus))
+    bound = {_name(node) for node in nodes if not _is_used(node)}
     found: list[str] = []
-    for node in _identifiers(root, focus):
-        name = node.text.decode("utf-8", "replace") if node.text else ""
-        if name in found or name in _BUILTINS or not _is_used(node):
+    for node in nodes:
+        name = _name(node)
+        if name in found or name in bound or name in _BUILTINS:
             continue
         if word_pattern(name, member=False).search(elsewhere):
             continue
         found.append(name)
     return found
+
+
+def _name(node: tree_sitter.Node) -> str:
+    return node.text.decode("utf-8", "replace") if node.text else ""
 
 
 def _identifiers(root: tree_sitter.Node, focus: tuple[int, int]) -> Iterator[tree_sitter.Node]:
@@ -138,17 +144,29 @@ def _is_used(node: tree_sitter.Node) -> bool:
 
 def import_for(name: str, path: str, snippets: list[Snippet]) -> str | None:
     """The import line binding `name` that the snippets' top-level imports use most
-    (`from pathlib import Path`); relative ones only from a file in this folder."""
-    folder = PurePosixPath(path).parent
+    (`from pathlib import Path`); relative ones only from a file in this folder,
+    none from this file's own module."""
+    own = PurePosixPath(path)
     counts: Counter[str] = Counter()
     for snippet in snippets:
-        same_folder = PurePosixPath(snippet.path).parent == folder
+        same_folder = PurePosixPath(snippet.path).parent == own.parent
         for line in _imports_binding(snippet.text, name):
+            if _is_own_module(line, own):
+                continue  # a name this file defines (further on, or not yet)
             if same_folder or not line.startswith("from ."):
                 counts[line] += 1
     if not counts:
         return None
     return counts.most_common(1)[0][0]
+
+
+def _is_own_module(line: str, own: PurePosixPath) -> bool:
+    """Does the import line import from the module at path `own`?"""
+    module = line.split()[1]
+    if module.startswith("."):
+        return module == f".{own.stem}"
+    mine, theirs = own.with_suffix("").as_posix(), module.replace(".", "/")
+    return mine == theirs or mine.endswith(f"/{theirs}")
 
 
 def _imports_binding(text: str, name: str) -> Iterator[str]:
@@ -176,7 +194,7 @@ def _placed(lines: list[str], root: tree_sitter.Node, line: str, name: str) -> t
         row = node.start_point[0]
         same = module is not None and lines[row].startswith(f"from {module} import ")
         if same and node.end_point[0] == row and not re.search(r"[(#\\]", lines[row]):
-            return row, f"{lines[row].rstrip()}, {name}"
+            return row, _with_name(lines[row].rstrip(), name)
     if imports:
         last = imports[-1].end_point[0]
         return last, f"{lines[last]}\n{line}"
@@ -185,6 +203,21 @@ def _placed(lines: list[str], root: tree_sitter.Node, line: str, name: str) -> t
         return docstring, f"{lines[docstring]}\n\n{line}"
     first = next((c.start_point[0] for c in root.children if c.type != "comment"), 0)
     return first, f"{line}\n\n{lines[first]}"
+
+
+def _with_name(line: str, name: str) -> str:
+    """`from M import a, c` with `name` among its names: in order if they are in
+    order (as isort and ruff keep them: constants, classes, the rest), else last."""
+    head, _, listed = line.partition(" import ")
+    names = [n.strip() for n in listed.split(",")]
+    if names != sorted(names, key=_import_order):
+        return f"{line}, {name}"
+    return f"{head} import {', '.join(sorted([*names, name], key=_import_order))}"
+
+
+def _import_order(name: str) -> tuple[int, str]:
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[:1].isupper() else 2
+    return kind, name.lower()
 
 
 def _docstring_end(root: tree_sitter.Node) -> int | None:

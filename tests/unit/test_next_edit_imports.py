@@ -133,3 +133,12 @@ def test_the_server_looks_in_the_other_open_documents_and_the_workspace(tmp_path
         assert [s.path for s in sources("Path")][0] == "a.py"  # open ones first
         assert any("import numpy as np" in s.text for s in sources("np"))
     assert import_sources(store, src, str(tmp_path), None)("np") == []
+
+
+def test_names_the_edit_binds_and_this_modules_own_names_are_not_imported() -> None:
+    assert names_used("    def inner(key, lead): return key + lead + Path\n") == ["Path"]
+    own = [Snippet("pkg/main.py", "from pkg.config import load\nfrom .config import save\n")]
+    assert import_for("load", "pkg/config.py", own) is None
+    assert import_for("save", "pkg/config.py", own) is None
+    assert import_for("load", "pkg/myconfig.py", own) == "from pkg.config import load"
+    assert import_for("os", "pkg/pos.py", [Snippet("a.py", "import os\n")]) == "import os"
