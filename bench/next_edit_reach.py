@@ -117,9 +117,9 @@ def with_marker(plan: Plan, want: str) -> str | None:
     """The right answer with the cursor marker where the window has it (a model may
     copy the marker, which the server takes out), or None: no marker, or the right
     edit changes the text around it."""
-    if CURSOR_MARKER not in plan.prompt.text:
-        return None
     window, at = plan.window.text, plan.window.cursor
+    if CURSOR_MARKER not in plan.prompt.text or at is None:
+        return None
     if want.startswith(window[:at]):
         return want[:at] + CURSOR_MARKER + want[at:]
     if want.endswith(window[at:]):
