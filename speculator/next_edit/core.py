@@ -234,8 +234,9 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     before = last.undo(request.text)
     names = removed_names(before, request.text, last, request.language_id)
     places = occurrence_lines(request.text, request.language_id, names, hunk, focus)
+    edit = (focus, last.old) if focus is not None else None
     rewrites = import_lines(
-        request.text, request.path, focus, request.language_id, request.import_sources
+        request.text, request.path, edit, request.language_id, request.import_sources
     )
     rewrites.update(carried_lines(request.text, hunk, focus, request.language_id))
     return Carried(focus, hunk, places, rewrites)

@@ -60,14 +60,17 @@ _IMPORT = re.compile(r"^import[ \t]+([^\n#\\]+)", re.MULTILINE)
 def import_lines(
     text: str,
     path: str,
-    focus: tuple[int, int] | None,
+    edit: tuple[tuple[int, int], str] | None,
     language_id: str,
     sources: ImportSources | None,
 ) -> dict[int, str]:
-    """Lines of `text` rewritten to import the names the edit on lines `focus`
-    [a, b) used and nothing here binds (a line may become two: it and the import)."""
-    if sources is None or focus is None or language_id != "python":
+    """Lines of `text` rewritten to import the names that the edit (its lines [a, b)
+    now, the text it removed) used and nothing here binds (a line may become two:
+    it and the import). A name in the removed text is not imported: that could
+    undo the edit (an import deleted)."""
+    if sources is None or edit is None or language_id != "python":
         return {}
+    focus, removed = edit
     if len(text) > MAX_SCAN_CHARS:
         return {}
     parser = new_parser(language_id)
@@ -75,6 +78,7 @@ def import_lines(
         return {}
     root = parser.parse(utf8(text)).root_node
     names = unbound_names(text, root, focus)
+    names = [n for n in names if not word_pattern(n, member=False).search(removed)]
     if not names or len(names) > MAX_NAMES:
         return {}
     rewrites: dict[int, str] = {}

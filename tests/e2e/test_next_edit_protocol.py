@@ -145,7 +145,7 @@ def test_a_rename_made_in_another_file_is_proposed_in_the_file_opened_next(
 
 
 LOADER_URI = "file:///work/app/loader.py"
-LOADER = 'from pathlib import Path\n\n\ndef read(name):\n    return Path(name).read_text()\n'
+LOADER = "from pathlib import Path\n\n\ndef read(name):\n    return Path(name).read_text()\n"
 CONFIG_URI = "file:///work/app/config.py"
 CONFIG = '"""Settings."""\nimport json\n\n\ndef load(name):\n    with open(name) as f:\n        return json.load(f)\n'
 

@@ -110,10 +110,11 @@ def test_the_commonest_import_is_copied_and_relative_ones_only_beside_their_file
 def test_nothing_is_looked_up_without_sources_or_for_many_new_names() -> None:
     lines = typed("    a = Path(b, c, d, e)\n")
     row = CODE[:AT].count("\n")
-    assert import_lines(lines.text, lines.path, (row, row + 1), "python", None) == {}
+    edit = ((row, row + 1), "")
+    assert import_lines(lines.text, lines.path, edit, "python", None) == {}
     sources = lines.import_sources
-    assert import_lines(lines.text, lines.path, (row, row + 1), "python", sources) == {}
-    assert import_lines(lines.text, lines.path, (row, row + 1), "go", sources) == {}
+    assert import_lines(lines.text, lines.path, edit, "python", sources) == {}
+    assert import_lines(lines.text, lines.path, edit, "go", sources) == {}
 
 
 def test_the_server_looks_in_the_other_open_documents_and_the_workspace(tmp_path: Path) -> None:
@@ -142,3 +143,22 @@ def test_names_the_edit_binds_and_this_modules_own_names_are_not_imported() -> N
     assert import_for("save", "pkg/config.py", own) is None
     assert import_for("load", "pkg/myconfig.py", own) == "from pkg.config import load"
     assert import_for("os", "pkg/pos.py", [Snippet("a.py", "import os\n")]) == "import os"
+
+
+def test_a_name_the_edit_took_away_is_not_imported_back() -> None:
+    code = (
+        'import json\nfrom pathlib import Path\nROOT = Path(".")\n\n\ndef f():\n    return ROOT\n'
+    )
+    old = 'from pathlib import Path\nROOT = Path(".")'
+    start = code.index(old)
+    history = EditHistory()
+    history.record("u", start, old, 'ROOT = Path(".")')
+    request = NextEditRequest(
+        text=code.replace(old, 'ROOT = Path(".")'),
+        cursor=start,
+        edits=history.edits("u"),
+        path="pkg/config.py",
+        min_confidence=0.0,
+        import_sources=lambda name: OTHERS,
+    )
+    assert FakeEngine().next_edit(request).edits == []  # the import deleted stays deleted
