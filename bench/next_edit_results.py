@@ -7,8 +7,9 @@ the dev tasks (shared/nes/dev.jsonl, mined from pluggy: tuned on) and held-out
 tasks mined by shared/nes/mine.py from this repository's own history up to
 HELD_OUT_COMMIT (not tuned on, though two of its tasks suggested the call rules
 of speculator/next_edit/call_edits.py). Each task is asked under `off` and `auto`.
+Then replays the import rule on this repository's history (bench.next_edit_imports).
 Writes the machine, a summary against the targets of the next-edit issue, and
-each run's full report. About ten minutes on a 2-core CPU.
+each run's full report. About fifteen minutes on a 2-core CPU.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 from speculator.next_edit.proposal import MIN_CONFIDENCE
 from speculator.totals import percentile
 
+from . import next_edit_imports
 from .load import CpuLoad
 from .next_edit import (
     DEV_TASKS,
@@ -45,6 +47,9 @@ MINER = DEV_TASKS.parent / "mine.py"
 HELD_OUT_COMMIT = "a6df1b8"
 HELD_OUT_MAX = 40
 MODES = ["off", "auto"]
+# Replays per set of bench.next_edit_imports (the model is asked only where the
+# draft is an import: most replays end at once).
+IMPORT_REPLAYS = 120
 
 
 @dataclass(frozen=True)
@@ -133,6 +138,13 @@ def main() -> int:
             body = report(played, MODES, True, MIN_CONFIDENCE)
             sections += [f"## {run.name}", "", head, "", "```", *body, "```", ""]
             write(args.output, rows, sections)  # what is done so far, if a later run fails
+    imports = next_edit_imports.run(IMPORT_REPLAYS if args.limit is None else args.limit)
+    head = f"{time.ctime()}, quiet, load average at the end {os.getloadavg()[0]:.1f}"
+    doc = next_edit_imports.__doc__ or ""
+    about = doc.split("\n\n", 2)[2].strip().splitlines()
+    sections += ["## The import for a name just used", "", *about, "", head, "", "```"]
+    sections += [*imports, "```", ""]
+    write(args.output, rows, sections)
     return 0
 
 

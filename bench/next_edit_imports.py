@@ -1,0 +1,237 @@
+"""The import for a name just used (speculator/next_edit/imports.py), replayed from
+this repository's history on the real model:
+
+    python -m bench.next_edit_imports [--limit N]
+
+Each commit up to IMPORTS_COMMIT (55c708d) that changed a Python file is
+replayed hunk by hunk: the file as it was, one hunk applied as the user's edit,
+the other files as git had them before the commit (`git grep`, as `groundspec
+next-edit` reads them). Two sets come out:
+- *imports*: a hunk that began to use a name the commit also imported. Right
+  when the proposal's new lines are lines of the commit's file and name it.
+- *drafted*: any other hunk whose draft is an import. Right when the commit
+  imported the name too; a proposal here that the commit did not make is a
+  wrong suggestion.
+The rule's details were worked out on this same history: it is not held out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from speculator.edits import EditHistory
+from speculator.next_edit.core import NextEditRequest, prepare
+from speculator.next_edit.imports import ImportSources, import_lines
+from speculator.next_edit.proposal import TextEdit
+from speculator.next_edit.window import edited_lines
+from speculator.totals import percentile
+from speculator.types import Snippet
+
+if TYPE_CHECKING:
+    from speculator.engine import SpeculativeEngine
+
+CHECKOUT = Path(__file__).resolve().parents[1]
+IMPORTS_COMMIT = "55c708d"
+_IMPORT = re.compile(r"^(from\s+[\w.]+\s+import\s+.+|import\s+.+)$")
+# Every import statement, at any depth (`if TYPE_CHECKING:`), parenthesized ones whole.
+_ANY_IMPORT = re.compile(
+    r"^[ \t]*(from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]+)|import[ \t]+[^\n]+)",
+    re.MULTILINE,
+)
+MAX_FILE_CHARS = 200_000
+
+
+@dataclass(frozen=True)
+class Replay:
+    kind: str  # "imports" or "drafted"
+    commit: str
+    path: str
+    request: NextEditRequest
+    committed: frozenset[str]  # the lines of the file after the commit
+    imported: frozenset[str]  # the names its imports bind after the commit
+
+
+def bound(line: str) -> list[str]:
+    """The names one import line binds."""
+    if line.startswith("from "):
+        items = line.split(" import ", 1)[1].strip("() ").split(",")
+        names = [item.split()[-1] for item in items if item.strip()]
+    else:
+        names = [item.split()[-1].split(".")[0] for item in line[7:].split(",") if item.strip()]
+    return [name for name in names if name.isidentifier()]
+
+
+def replays(repo: Path) -> Iterator[Replay]:
+    """Every hunk of every Python file the history up to IMPORTS_COMMIT changed,
+    that uses a name the commit imported or whose draft is an import."""
+    git = ["git", "--git-dir", str(repo)]
+
+    def out(*args: str) -> str:
+        done = subprocess.run([*git, *args], capture_output=True, check=False)
+        return done.stdout.decode("utf-8", "replace")
+
+    for commit in out("rev-list", "--no-merges", IMPORTS_COMMIT, "--", "*.py").split():
+        changed = out("diff", "--name-only", "--diff-filter=M", f"{commit}^", commit, "--", "*.py")
+        for path in changed.split():
+            old, new = out("show", f"{commit}^:{path}"), out("show", f"{commit}:{path}")
+            if max(len(old), len(new)) <= MAX_FILE_CHARS:
+                sources = _sources(git, commit, path)
+                yield from _file_replays(commit, path, old, new, sources)
+
+
+def _file_replays(
+    commit: str, path: str, old: str, new: str, sources: ImportSources
+) -> Iterator[Replay]:
+    old_lines, new_lines = old.split("\n"), new.split("\n")
+    imported = frozenset(n for m in _ANY_IMPORT.finditer(new) for n in bound(_one_line(m[1])))
+    added = {n for n in imported if not re.search(rf"(?<![\w.]){re.escape(n)}\b", old)}
+    starts = [0]
+    for line in old_lines:
+        starts.append(starts[-1] + len(line) + 1)
+    matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag == "equal" or a2 >= len(old_lines):
+            continue
+        written = "".join(line + "\n" for line in new_lines[b1:b2])
+        request = _request(old, starts[a1], starts[a2], written, path, sources)
+        uses = [n for n in added if any(_uses(line, n) for line in new_lines[b1:b2])]
+        kind = "imports" if uses else "drafted"
+        if kind == "drafted" and not _drafts_an_import(request):
+            continue
+        yield Replay(kind, commit, path, request, frozenset(new_lines), imported)
+
+
+def _one_line(statement: str) -> str:
+    """An import statement written over several lines, as one."""
+    return " ".join(statement.replace("(", " ").replace(")", " ").split()).replace(" ,", ",")
+
+
+def _uses(line: str, name: str) -> bool:
+    return (
+        not _IMPORT.match(line) and re.search(rf"(?<![\w.]){re.escape(name)}\b", line) is not None
+    )
+
+
+def _request(
+    old: str, start: int, end: int, written: str, path: str, sources: ImportSources
+) -> NextEditRequest:
+    history = EditHistory()
+    history.record("u", start, old[start:end], written)
+    return NextEditRequest(
+        text=old[:start] + written + old[end:],
+        cursor=start + len(written.rstrip("\n")),
+        edits=history.edits("u"),
+        path=path,
+        import_sources=sources,
+    )
+
+
+def _drafts_an_import(request: NextEditRequest) -> bool:
+    """Is the draft's change an import the import rule wrote (not a substitution
+    that happens to change an import line)?"""
+    plan = prepare(request)
+    if plan is None or plan.draft_change is None:
+        return False
+    new = _new_lines(request, plan.draft_change.edit)
+    last = request.edits[-1]
+    focus = edited_lines(request.text, last)
+    edit = (focus, last.old) if focus is not None else None
+    rewrites = import_lines(request.text, request.path, edit, "python", request.import_sources)
+    written = {line for rewrite in rewrites.values() for line in rewrite.split("\n")}
+    return bool(new) and all(line in written for line in new)
+
+
+def _new_lines(request: NextEditRequest, edit: TextEdit) -> list[str]:
+    """The lines the edit writes that the text did not have."""
+    after = request.text[: edit.start] + edit.new_text + request.text[edit.end :]
+    before = set(request.text.split("\n"))
+    return [line for line in after.split("\n") if line not in before]
+
+
+def _sources(git: list[str], commit: str, own: str) -> ImportSources:
+    """The import lines naming `name` in the other files before the commit."""
+
+    def sources(name: str) -> list[Snippet]:
+        pattern = f"^(from|import)[[:space:]].*{name}"
+        grep = [*git, "grep", "-I", "-z", "-E", "-e", pattern, f"{commit}^", "--", "*.py"]
+        done = subprocess.run(grep, capture_output=True, check=False)
+        found: dict[str, list[str]] = {}
+        for hit in done.stdout.decode("utf-8", "replace").splitlines():
+            where, _, line = hit.partition("\0")
+            path = where.split(":", 1)[1]
+            if path != own:
+                found.setdefault(path, []).append(line)
+        return [Snippet(path, "\n".join(lines)) for path, lines in found.items()]
+
+    return sources
+
+
+def verdict(replay: Replay, engine: SpeculativeEngine) -> tuple[bool, bool, float]:
+    """(proposed, right, seconds) for one replay on the engine."""
+    began = time.perf_counter()
+    result = engine.next_edit(replay.request)
+    seconds = time.perf_counter() - began
+    if not result.edits:
+        return False, False, seconds
+    new = _new_lines(replay.request, result.edits[0])
+    names = [n for line in new if _IMPORT.match(line) for n in bound(line)]
+    if replay.kind == "imports":
+        right = bool(new) and all(line in replay.committed for line in new)
+        right = right and any(n in line for n in names for line in new)
+    else:
+        right = bool(names) and all(n in replay.imported for n in names)
+    return True, right, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--limit", type=int, default=60, help="replays per set (spread evenly)")
+    args = parser.parse_args()
+    for line in run(args.limit):
+        print(line)
+    return 0
+
+
+def run(limit: int) -> list[str]:
+    """The report's lines: each set's replays on the real model."""
+    from speculator.config import EngineConfig
+    from speculator.engine import SpeculativeEngine
+
+    with tempfile.TemporaryDirectory() as scratch:
+        repo = Path(scratch) / "groundspec.git"
+        subprocess.run(["git", "clone", "-q", "--bare", str(CHECKOUT), str(repo)], check=True)
+        found = list(replays(repo))
+        engine = SpeculativeEngine.load(EngineConfig(kv_disk_mb=0))
+        try:
+            return [_set_line(kind, found, engine, limit) for kind in ("imports", "drafted")]
+        finally:
+            engine.close()
+
+
+def _set_line(kind: str, found: list[Replay], engine: SpeculativeEngine, limit: int) -> str:
+    every = [r for r in found if r.kind == kind]
+    chosen = every[:: max(1, len(every) // limit)][:limit]
+    drafted = sum(_drafts_an_import(r.request) for r in chosen)
+    runs = [verdict(r, engine) for r in chosen]
+    proposed = sum(p for p, _, _ in runs)
+    right = sum(r for _, r, _ in runs)
+    asked = [s * 1000 for _, _, s in runs]
+    return (
+        f"{kind}: {len(chosen)} of {len(every)} replays, import drafted on {drafted}, "
+        f"proposed {proposed}, right {right} (precision {right / max(1, proposed):.0%}); "
+        f"p50 {percentile(asked, 50) / 1000:.1f} s, p95 {percentile(asked, 95) / 1000:.1f} s"
+    )
+
+
+if __name__ == "__main__":
+    sys.exit(main())
