@@ -7,11 +7,11 @@ Each commit up to IMPORTS_COMMIT (55c708d) that changed a Python file is
 replayed hunk by hunk: the file as it was, one hunk applied as the user's edit,
 the other files as git had them before the commit (`git grep`, as `groundspec
 next-edit` reads them). Two sets come out:
-- *imports*: a hunk that began to use a name the commit also imported. Right
-  when the proposal's new lines are lines of the commit's file and name it.
-- *drafted*: any other hunk whose draft is an import. Right when the commit
-  imported the name too; a proposal here that the commit did not make is a
-  wrong suggestion.
+- *imports*: a hunk that began to use a name the commit also imported;
+- *drafted*: any other hunk whose draft is an import.
+A proposal is right when it only adds or extends imports and the commit imported
+every name they bind (counted apart: its lines are the commit's own lines). A
+proposal the commit did not make is a wrong suggestion.
 The rule's details were worked out on this same history: it is not held out.
 """
 
@@ -27,7 +27,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from speculator.edits import EditHistory
 from speculator.next_edit.core import NextEditRequest, prepare
@@ -176,21 +176,26 @@ def _sources(git: list[str], commit: str, own: str) -> ImportSources:
     return sources
 
 
-def verdict(replay: Replay, engine: SpeculativeEngine) -> tuple[bool, bool, float]:
-    """(proposed, right, seconds) for one replay on the engine."""
+class Verdict(NamedTuple):
+    proposed: bool
+    right: bool  # every name its import lines bind, the commit imported
+    exact: bool  # and its lines are lines of the commit's file
+    seconds: float
+
+
+def verdict(replay: Replay, engine: SpeculativeEngine) -> Verdict:
+    """How the engine's proposal for one replay compares with the commit."""
     began = time.perf_counter()
     result = engine.next_edit(replay.request)
     seconds = time.perf_counter() - began
     if not result.edits:
-        return False, False, seconds
+        return Verdict(False, False, False, seconds)
     new = _new_lines(replay.request, result.edits[0])
     names = [n for line in new if _IMPORT.match(line) for n in bound(line)]
-    if replay.kind == "imports":
-        right = bool(new) and all(line in replay.committed for line in new)
-        right = right and any(n in line for n in names for line in new)
-    else:
-        right = bool(names) and all(n in replay.imported for n in names)
-    return True, right, seconds
+    right = bool(new) and all(_IMPORT.match(line) for line in new)
+    right = right and bool(names) and all(n in replay.imported for n in names)
+    exact = right and all(line in replay.committed for line in new)
+    return Verdict(True, right, exact, seconds)
 
 
 def main() -> int:
@@ -223,12 +228,13 @@ def _set_line(kind: str, found: list[Replay], engine: SpeculativeEngine, limit: 
     chosen = every[:: max(1, len(every) // limit)][:limit]
     drafted = sum(_drafts_an_import(r.request) for r in chosen)
     runs = [verdict(r, engine) for r in chosen]
-    proposed = sum(p for p, _, _ in runs)
-    right = sum(r for _, r, _ in runs)
-    asked = [s * 1000 for _, _, s in runs]
+    proposed = sum(v.proposed for v in runs)
+    right = sum(v.right for v in runs)
+    asked = [v.seconds * 1000 for v in runs]
     return (
         f"{kind}: {len(chosen)} of {len(every)} replays, import drafted on {drafted}, "
-        f"proposed {proposed}, right {right} (precision {right / max(1, proposed):.0%}); "
+        f"proposed {proposed}, right {right} ({sum(v.exact for v in runs)} as the commit wrote "
+        f"it; precision {right / max(1, proposed):.0%}); "
         f"p50 {percentile(asked, 50) / 1000:.1f} s, p95 {percentile(asked, 95) / 1000:.1f} s"
     )
 

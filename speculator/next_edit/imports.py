@@ -55,6 +55,7 @@ _TARGET_PARENTS = frozenset(
 )
 _FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#\\(]+)", re.MULTILINE)
 _IMPORT = re.compile(r"^import[ \t]+([^\n#\\]+)", re.MULTILINE)
+_RELATIVE = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
 
 
 def import_lines(
@@ -83,8 +84,9 @@ def import_lines(
         return {}
     rewrites: dict[int, str] = {}
     lines = text.split("\n")
+    relative = _RELATIVE.search(text) is not None
     for name in names:
-        found = import_for(name, path, sources(name))
+        found = import_for(name, path, sources(name), relative)
         if found is not None:
             at, line = _placed(lines, root, found, name)
             rewrites[at] = _joined(rewrites.get(at, lines[at]), line, at, lines)
@@ -146,31 +148,74 @@ def _is_used(node: tree_sitter.Node) -> bool:
     return True
 
 
-def import_for(name: str, path: str, snippets: list[Snippet]) -> str | None:
+def import_for(name: str, path: str, snippets: list[Snippet], relative: bool = False) -> str | None:
     """The import line binding `name` that the snippets' top-level imports use most
-    (`from pathlib import Path`); relative ones only from a file in this folder,
-    none from this file's own module."""
+    (`from pathlib import Path`), none from this file's own module. `relative`:
+    this file imports its own package's modules relatively (`from .types import
+    X`), so the lines are written so; else a relative line is copied only from a
+    file in this folder."""
     own = PurePosixPath(path)
     counts: Counter[str] = Counter()
     for snippet in snippets:
-        same_folder = PurePosixPath(snippet.path).parent == own.parent
+        source = PurePosixPath(snippet.path)
         for line in _imports_binding(snippet.text, name):
-            if _is_own_module(line, own):
+            target = _target(line, source)
+            if target is None or _is_own_module(target, own):
                 continue  # a name this file defines (further on, or not yet)
-            if same_folder or not line.startswith("from ."):
-                counts[line] += 1
+            styled = _in_style(line, target, own, source, relative)
+            if styled is not None:
+                counts[styled] += 1
     if not counts:
         return None
     return counts.most_common(1)[0][0]
 
 
-def _is_own_module(line: str, own: PurePosixPath) -> bool:
-    """Does the import line import from the module at path `own`?"""
+def _target(line: str, source: PurePosixPath) -> list[str] | None:
+    """The module an import line imports from, as parts (a relative one resolved
+    against the folder of the file it is in); None when it climbs out of it."""
     module = line.split()[1]
-    if module.startswith("."):
-        return module == f".{own.stem}"
-    mine, theirs = own.with_suffix("").as_posix(), module.replace(".", "/")
-    return mine == theirs or mine.endswith(f"/{theirs}")
+    dots = len(module) - len(module.lstrip("."))
+    if not dots:
+        return module.split(".")
+    base = source.parent.parts
+    if dots - 1 > len(base):
+        return None
+    rest = module[dots:]
+    return [*base[: len(base) - (dots - 1)], *(rest.split(".") if rest else [])]
+
+
+def _is_own_module(target: list[str], own: PurePosixPath) -> bool:
+    mine = own.with_suffix("").parts
+    return len(target) <= len(mine) and tuple(target) == mine[len(mine) - len(target) :]
+
+
+def _in_style(
+    line: str, target: list[str], own: PurePosixPath, source: PurePosixPath, relative: bool
+) -> str | None:
+    """The line as this file would write it; None when it cannot be said."""
+    if not line.startswith("from "):
+        return line
+    names = line.split(" import ", 1)[1]
+    module = _relative(target, own.parent.parts) if relative else None
+    if module is not None:
+        return f"from {module} import {names}"
+    if line.startswith("from ."):
+        return line if source.parent == own.parent else None
+    return line
+
+
+def _relative(target: list[str], folder: tuple[str, ...]) -> str | None:
+    """`target` as a relative module seen from the package `folder` (`..types`);
+    None when it lies outside the package tree `folder` is in."""
+    if not target or target[0] not in folder:
+        return None
+    top = folder.index(target[0])
+    common = 0
+    while top + common < len(folder) and common < len(target):
+        if folder[top + common] != target[common]:
+            break
+        common += 1
+    return "." * (len(folder) - top - common + 1) + ".".join(target[common:])
 
 
 def _imports_binding(text: str, name: str) -> Iterator[str]:

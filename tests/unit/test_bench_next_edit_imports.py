@@ -39,5 +39,5 @@ def test_a_hunk_using_a_name_its_commit_imported_is_replayed_and_judged(
     uses = [r for r in found if r.kind == "imports"]
     assert [(r.commit, r.path) for r in uses] == [(head, "settings.py")]
     assert "Path" in uses[0].imported
-    proposed, right, _ = bench.verdict(uses[0], FakeEngine())  # type: ignore[arg-type]
-    assert proposed and right
+    verdict = bench.verdict(uses[0], FakeEngine())  # type: ignore[arg-type]
+    assert verdict.proposed and verdict.right and verdict.exact

@@ -162,3 +162,24 @@ def test_a_name_the_edit_took_away_is_not_imported_back() -> None:
         import_sources=lambda name: OTHERS,
     )
     assert FakeEngine().next_edit(request).edits == []  # the import deleted stays deleted
+
+
+def test_a_file_that_imports_relatively_gets_its_package_imported_so() -> None:
+    absolute = [Snippet("tests/t.py", "from speculator.next_edit.proposal import TokenTrace\n")]
+    here = "speculator/generators/local.py"
+    assert import_for("TokenTrace", here, absolute, relative=True) == (
+        "from ..next_edit.proposal import TokenTrace"
+    )
+    assert import_for("TokenTrace", here, absolute) == (
+        "from speculator.next_edit.proposal import TokenTrace"
+    )
+    nested = [Snippet("speculator/next_edit/a.py", "from ..types import Snippet\n")]
+    assert import_for("Snippet", "speculator/slots.py", nested, relative=True) == (
+        "from .types import Snippet"
+    )
+    assert import_for("Snippet", "speculator/slots.py", nested) is None  # not this file's way
+    package = [
+        Snippet("bench/a.py", "from speculator import provision\nfrom pathlib import Path\n")
+    ]
+    assert import_for("provision", "speculator/x.py", package, True) == "from . import provision"
+    assert import_for("Path", "speculator/x.py", package, True) == "from pathlib import Path"
