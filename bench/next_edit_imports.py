@@ -9,9 +9,10 @@ the other files as git had them before the commit (`git grep`, as `groundspec
 next-edit` reads them). Two sets come out:
 - *imports*: a hunk that began to use a name the commit also imported;
 - *drafted*: any other hunk whose draft is an import.
-A proposal is right when it only adds or extends imports and the commit imported
-every name they bind (counted apart: its lines are the commit's own lines). A
-proposal the commit did not make is a wrong suggestion.
+The model is asked where the draft is an import (other rules' drafts are left
+out). A proposal is right when the commit imported every name it binds (counted
+apart: its lines are the commit's own lines); one the commit did not make is a
+wrong suggestion.
 The rule's details were worked out on this same history: it is not held out.
 """
 
@@ -226,13 +227,13 @@ def run(limit: int) -> list[str]:
 def _set_line(kind: str, found: list[Replay], engine: SpeculativeEngine, limit: int) -> str:
     every = [r for r in found if r.kind == kind]
     chosen = every[:: max(1, len(every) // limit)][:limit]
-    drafted = sum(_drafts_an_import(r.request) for r in chosen)
-    runs = [verdict(r, engine) for r in chosen]
+    drafted = [r for r in chosen if _drafts_an_import(r.request)]
+    runs = [verdict(r, engine) for r in drafted]
     proposed = sum(v.proposed for v in runs)
     right = sum(v.right for v in runs)
     asked = [v.seconds * 1000 for v in runs]
     return (
-        f"{kind}: {len(chosen)} of {len(every)} replays, import drafted on {drafted}, "
+        f"{kind}: {len(chosen)} of {len(every)} replays, the draft an import on {len(drafted)}: "
         f"proposed {proposed}, right {right} ({sum(v.exact for v in runs)} as the commit wrote "
         f"it; precision {right / max(1, proposed):.0%}); "
         f"p50 {percentile(asked, 50) / 1000:.1f} s, p95 {percentile(asked, 95) / 1000:.1f} s"
