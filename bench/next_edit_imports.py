@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from lsp_server.cli_next_edit import grep_import_lines
 from speculator.edits import EditHistory
 from speculator.next_edit.core import NextEditRequest, prepare
 from speculator.next_edit.imports import ImportSources, import_lines
@@ -163,16 +164,8 @@ def _sources(git: list[str], commit: str, own: str) -> ImportSources:
     """The import lines naming `name` in the other files before the commit."""
 
     def sources(name: str) -> list[Snippet]:
-        pattern = f"^(from|import)[[:space:]].*{name}"
-        grep = [*git, "grep", "-I", "-z", "-E", "-e", pattern, f"{commit}^", "--", "*.py"]
-        done = subprocess.run(grep, capture_output=True, check=False)
-        found: dict[str, list[str]] = {}
-        for hit in done.stdout.decode("utf-8", "replace").splitlines():
-            where, _, line = hit.partition("\0")
-            path = where.split(":", 1)[1]
-            if path != own:
-                found.setdefault(path, []).append(line)
-        return [Snippet(path, "\n".join(lines)) for path, lines in found.items()]
+        found = grep_import_lines(git, name, f"{commit}^", ("*.py",))
+        return [Snippet(path, "\n".join(lines)) for path, lines in found.items() if path != own]
 
     return sources
 

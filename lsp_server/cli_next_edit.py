@@ -181,27 +181,40 @@ def git_import_sources(path: str) -> ImportSources:
     """The import lines naming a name in the other files of the git work tree that
     `path` lies in (`git grep`), each file's as one snippet; none outside git."""
     file = Path(path).resolve()
+    git = ["git", "-C", str(file.parent)]
 
     def sources(name: str) -> list[Snippet]:
-        pattern = f"^(from|import)[[:space:]].*{name}"
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(file.parent), "grep", "-I", "-z", "-E", "-e", pattern],
-                capture_output=True,
-                timeout=GIT_TIMEOUT_S,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired):
-            return []
-        found: dict[str, list[str]] = {}
-        for hit in done.stdout.decode("utf-8", "replace").splitlines():
-            where, _, line = hit.partition("\0")
-            other = file.parent / where
-            if other.resolve() != file:
-                found.setdefault(os.path.relpath(other), []).append(line)
-        return [Snippet(where, "\n".join(lines)) for where, lines in found.items()]
+        found = grep_import_lines(git, name)
+        others = {os.path.relpath(file.parent / where): lines for where, lines in found.items()}
+        return [
+            Snippet(where, "\n".join(lines))
+            for where, lines in others.items()
+            if Path(where).resolve() != file
+        ]
 
     return sources
+
+
+def grep_import_lines(
+    git: list[str], name: str, revision: str | None = None, pathspecs: tuple[str, ...] = ()
+) -> dict[str, list[str]]:
+    """The lines starting `from`/`import` and naming `name` in the files git tracks
+    (`git`: the command and its options; at `revision`, else the work tree), by
+    path as git prints it (without the revision); empty when git fails."""
+    pattern = f"^(from|import)[[:space:]].*{name}"
+    at = [revision] if revision else []
+    grep = [*git, "grep", "-I", "-z", "-E", "-e", pattern, *at, "--", *pathspecs]
+    try:
+        done = subprocess.run(grep, capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return {}
+    found: dict[str, list[str]] = {}
+    for hit in done.stdout.decode("utf-8", "replace").splitlines():
+        where, _, line = hit.partition("\0")
+        if revision:
+            where = where.split(":", 1)[1]
+        found.setdefault(where, []).append(line)
+    return found
 
 
 def write_text(path: str, text: str) -> None:
