@@ -71,7 +71,7 @@ def anchors(lines: list[str], ins: Insertion) -> list[int]:
 
 def carry_insertion(lines: list[str], ins: Insertion, skip: tuple[int, int] | None) -> list[str]:
     """`lines` with the inserted lines after each anchor outside `skip` [a, b)."""
-    at = {i for i in anchors(lines, ins) if skip is None or not skip[0] <= i < skip[1]}
+    at = {i for i in anchors(lines, ins) if _outside(i, skip)}
     out: list[str] = []
     for i, line in enumerate(lines):
         out.append(line)
@@ -97,16 +97,16 @@ def added(hunk: Hunk) -> Added | None:
     if len(hunk.before) != 1 or len(hunk.after) != 1:
         return None
     old, new = hunk.before[0].rstrip(), hunk.after[0].rstrip()
-    tokens = _TOKEN.findall(old)
-    if not tokens:
+    ends = _ends(old)
+    if ends is None:
         return None
     if new.startswith(old) and len(new[len(old) :].strip()) >= MIN_APPENDED_CHARS:
         text = new[len(old) :]
-        return None if _glued(old, text) else Added(tokens[0], tokens[-1], text, False)
+        return None if _glued(old, text) else Added(*ends, text, False)
     body, new_body = old.lstrip(), new.lstrip()
     if new.startswith(indentation(old)) and new_body.endswith(body) and new_body != body:
         text = new_body[: -len(body)]
-        return None if _glued(text, body) else Added(tokens[0], tokens[-1], text, True)
+        return None if _glued(text, body) else Added(*ends, text, True)
     return None
 
 
@@ -121,7 +121,7 @@ def added_twins(lines: list[str], add: Added, skip: tuple[int, int] | None) -> l
     at = [
         i
         for i, line in enumerate(lines)
-        if (skip is None or not skip[0] <= i < skip[1]) and _ends(line) == (add.first, add.last)
+        if _outside(i, skip) and _ends(line) == (add.first, add.last)
     ]
     return at if len(at) <= MAX_ANCHOR_PLACES else []
 
@@ -136,6 +136,10 @@ def _with_text(line: str, add: Added) -> str:
     if add.at_start:
         return indentation(line) + add.text + line.lstrip()
     return line.rstrip() + add.text
+
+
+def _outside(i: int, skip: tuple[int, int] | None) -> bool:
+    return skip is None or not skip[0] <= i < skip[1]
 
 
 def _ends(line: str) -> tuple[str, str] | None:
