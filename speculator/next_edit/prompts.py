@@ -2,7 +2,8 @@
 and how the answer becomes the rewritten window.
 
 - `qwen` (default): a chat prompt for the shipped Qwen2.5-Coder instruct model.
-  Recent edits as a unified diff, the window in a code fence with the cursor
+  Recent edits as a unified diff (bare `@@` hunk headers; file headers only
+  when another file's edits are shown), the window in a code fence with the cursor
   marked, the answer prefilled with the opening fence; it ends at the closing one.
 - `zeta2`: Zed's Zeta 2 layout (the `zeta_prompt` crate, ordered variant):
   `<|file_sep|>edit history` with each edit as `--- a/PATH` `+++ b/PATH` and its
@@ -90,14 +91,18 @@ def _with_cursor(window: Window) -> str:
     return window.text[: window.cursor] + CURSOR_MARKER + window.text[window.cursor :]
 
 
-def _unified(hunks: list[Hunk]) -> str:
-    """Hunks as a unified diff, a file header wherever the path changes."""
+def _unified(hunks: list[Hunk], here: str) -> str:
+    """Hunks as a unified diff, without lines' numbers. File headers (wherever the
+    path changes) only where some hunk is of a file other than `here`: the headers
+    and numbers were a quarter of the qwen prompt's new tokens, and without them
+    the model scored the dev and held-out drafts as it did (docs/next-edit.md)."""
     out, path = [], None
+    headed = any(hunk.path != here for hunk in hunks)
     for hunk in hunks:
-        if hunk.path != path:
+        if headed and hunk.path != path:
             out.append(f"--- a/{hunk.path}\n+++ b/{hunk.path}\n")
             path = hunk.path
-        out.append(hunk.unified())
+        out.append(hunk.unified(numbered=False))
     return "".join(out)
 
 
@@ -106,12 +111,10 @@ def _qwen(given: PromptInput) -> Prompt:
     lang = FENCE_LANGUAGE.get(given.language_id, "")
     code = _with_cursor(window)
     fence = refactor_fence(code)
-    diff = _unified(given.hunks) or "(none)\n"
+    diff = _unified(given.hunks, given.path) or "(none)\n"
     user = (
         f"Recent edits:\n```diff\n{diff}```\n\n"
-        f"Code around the cursor ({CURSOR_MARKER} marks it), lines "
-        f"{window.first_line + 1}-{window.end_line} of {given.path}:\n"
-        f"{fence}{lang}\n{_ending_newline(code)}{fence}"
+        f"Code around the cursor:\n{fence}{lang}\n{_ending_newline(code)}{fence}"
     )
     text = (
         f"<|im_start|>system\n{QWEN_SYSTEM}<|im_end|>\n"

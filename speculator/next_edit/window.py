@@ -46,12 +46,14 @@ class Hunk:
     context_above: list[str]
     context_below: list[str]
 
-    def unified(self) -> str:
-        """The hunk as a unified diff body (no file header)."""
+    def unified(self, numbered: bool = True) -> str:
+        """The hunk as a unified diff body (no file header); not `numbered`: its
+        header a bare `@@`, without the lines' numbers."""
         start = self.first_line - len(self.context_above)
         old_len = len(self.context_above) + len(self.before) + len(self.context_below)
         new_len = len(self.context_above) + len(self.after) + len(self.context_below)
-        lines = [f"@@ -{start + 1},{old_len} +{start + 1},{new_len} @@"]
+        numbers = f" -{start + 1},{old_len} +{start + 1},{new_len} @@" if numbered else ""
+        lines = [f"@@{numbers}"]
         lines += [" " + line for line in self.context_above]
         lines += ["-" + line for line in self.before]
         lines += ["+" + line for line in self.after]

@@ -3,6 +3,8 @@ the window and the recent edit where the format puts them, and its stop rule."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from speculator.next_edit.prompts import CURSOR_MARKER, PromptInput, build_prompt
@@ -37,14 +39,24 @@ def test_qwen_is_a_chat_with_the_diff_the_marked_window_and_an_open_fence() -> N
     text = prompt.text
     assert text.startswith("<|im_start|>system\n")
     assert text.endswith("<|im_start|>assistant\n```python\n")
-    diff = text.index("```diff\n--- a/src/m.py\n+++ b/src/m.py\n@@ -4,3 +4,3 @@\n def f(path):\n")
+    # This file's own edits: no file header, no lines' numbers (tokens the model
+    # scored the same without).
+    diff = text.index("```diff\n@@\n def f(path):\n-    return os.path.isfile(path)\n")
     code = text.index("```python\n")
     assert diff < code
+    assert "--- a/" not in text and "@@ -" not in text
     assert f"return os.path.{CURSOR_MARKER}exists(path)" in text
-    assert "lines 4-7 of src/m.py" in text
     answer = "def f(path):\n    return 1\n```\nmore"
     assert prompt.stop(answer) == answer.index("```")
     assert prompt.stop("x = '```'\n") is None  # a fence inside a line is code
+
+
+def test_qwen_names_the_files_when_another_files_edit_is_shown() -> None:
+    here = given()
+    other = Hunk("src/n.py", 0, ["a = 1"], ["a = 2"], [], [])
+    text = build_prompt("qwen", replace(here, hunks=[other, *here.hunks])).text
+    first = text.index("--- a/src/n.py\n+++ b/src/n.py\n@@\n-a = 1\n+a = 2\n")
+    assert text.index("--- a/src/m.py\n+++ b/src/m.py\n@@\n def f(path):\n") > first
 
 
 def test_zeta2_orders_history_file_prefix_current_suffix_updated() -> None:
