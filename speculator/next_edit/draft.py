@@ -33,6 +33,9 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # A changed piece of text shorter than this (bar whitespace) is too common to
 # substitute blindly: "0" -> "1" would change every 0 in the window.
 MIN_PIECE_CHARS = 4
+# A line whose words changed in more ways than this was rewritten (a comment
+# reworded), not renamed: `window -> of`, `a -> in` are not carried.
+MAX_WORD_CHANGES = 2
 
 
 @dataclass(frozen=True)
@@ -60,16 +63,19 @@ def _line_substitutions(old_line: str, new_line: str) -> list[Substitution]:
         found.append(Substitution(old_line.strip(), new_line.strip(), False, whole_line=True))
     old_words, new_words = _WORD.findall(old_line), _WORD.findall(new_line)
     matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
+    words: list[Substitution] = []
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
         if tag != "replace":
             continue
         old, new = "".join(old_words[a1:a2]), "".join(new_words[b1:b2])
         if _IDENTIFIER.fullmatch(old) and _IDENTIFIER.fullmatch(new):
             member = a1 > 0 and old_words[a1 - 1] == "."
-            found.append(Substitution(old, new, True, member=member))
+            words.append(Substitution(old, new, True, member=member))
         elif len(old.strip()) >= MIN_PIECE_CHARS:
-            found.append(Substitution(old, new, False))
-    return found + _changed_span(old_words, new_words)
+            words.append(Substitution(old, new, False))
+    if len({(w.old, w.new) for w in words}) > MAX_WORD_CHANGES:
+        words = []  # a sentence rewritten: its word pairs are not renames
+    return found + words + _changed_span(old_words, new_words)
 
 
 def _changed_span(old_words: list[str], new_words: list[str]) -> list[Substitution]:
@@ -120,8 +126,18 @@ def _substituted(line: str, subs: list[Substitution]) -> str:
         if sub.whole_word:
             line = word_pattern(sub.old, sub.member).sub(sub.new.replace("\\", "\\\\"), line)
         elif sub.old in line and (not sub.new or sub.new not in line):
-            line = line.replace(sub.old, sub.new)
+            line = piece_pattern(sub.old).sub(sub.new.replace("\\", "\\\\"), line)
     return line
+
+
+def piece_pattern(piece: str) -> re.Pattern[str]:
+    """A changed piece of text where it stands as whole words: a piece that begins
+    or ends with a word character not inside a longer word. The piece was whole
+    words where the user changed it; `window -> 37` from a comment's words must not
+    make `choose_window` into `choose_37`."""
+    before = r"(?<!\w)" if re.match(r"\w", piece) else ""
+    after = r"(?!\w)" if re.search(r"\w$", piece) else ""
+    return re.compile(before + re.escape(piece) + after)
 
 
 def word_pattern(name: str, member: bool) -> re.Pattern[str]:

@@ -30,7 +30,7 @@ import tree_sitter
 from ..edits import Edit
 from ..languages import new_parser
 from ..syntax import STRING_OR_COMMENT, byte_offset, utf8
-from .draft import substitutions, word_pattern
+from .draft import piece_pattern, substitutions, word_pattern
 from .line_edits import added, added_twins, anchors, insertion
 from .window import LINES_ABOVE, LINES_BELOW, Hunk, Window, choose_window, line_of, line_starts
 
@@ -91,13 +91,12 @@ def occurrence_lines(
         if sub.whole_word:
             continue  # a renamed identifier: one of the names
         lines = set()
-        at = text.find(sub.old)
-        while at != -1:
+        for match in piece_pattern(sub.old).finditer(text):
+            at = match.start()
             line = line_of(starts, at)
             whole = text[starts[line] : line_end(text, at)].strip() == sub.old
             if (whole or not sub.whole_line) and _in_code(root, text, at):
                 lines.add(line)
-            at = text.find(sub.old, at + 1)
         if skip is not None:
             lines -= set(range(*skip))
         if len(lines) <= MAX_TEXT_PLACES:

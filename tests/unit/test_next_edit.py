@@ -105,6 +105,30 @@ def test_a_change_of_several_words_or_a_removal_is_carried_as_one_piece() -> Non
     )
 
 
+def test_a_changed_piece_of_words_is_carried_only_where_it_stands_as_words() -> None:
+    piece = Hunk("p", 0, ["x = 1  # per window"], ["x = 1  # per 37"], [], [])
+    assert any(s.old == "window" and s.new == "37" for s in substitutions(piece))
+    code = "def choose_window(text):\n    # the window below\n"
+    drafted = apply_substitutions(code, substitutions(piece))
+    assert drafted.startswith("def choose_window(text):\n")  # not choose_37
+    assert "# the 37 below" in drafted  # the same word elsewhere still is
+
+
+def test_a_reworded_sentence_is_not_read_as_renames() -> None:
+    reworded = Hunk(
+        "p",
+        0,
+        ["# larger window finds a few more but is paid in prompt tokens."],
+        ["# in 37 (docs/next-edit.md); each line more is paid in prompt tokens."],
+        [],
+        [],
+    )
+    found = {(s.old, s.new) for s in substitutions(reworded)}
+    assert ("window", "37") not in found and ("a", "each") not in found
+    code = "def choose_window(a):\n    return a\n"
+    assert apply_substitutions(code, substitutions(reworded)) == code
+
+
 def test_fake_engine_carries_the_rename_to_the_lines_above() -> None:
     request = renamed_request()
     out = apply(request.text, request, FakeEngine())
