@@ -37,6 +37,9 @@ DRAFT_ONLY_FORMATS = frozenset({"qwen"})
 CURSOR_MARKER = "<|user_cursor|>"
 # Lines around the window shown as context (not rewritten) by `zeta2`.
 CONTEXT_LINES = 8
+# Unchanged lines shown around each recent edit by `qwen` (the others show the
+# hunk's, window.DIFF_CONTEXT).
+QWEN_DIFF_CONTEXT = 1
 
 QWEN_SYSTEM = (
     "You predict a programmer's next edit. You see their recent edits as a diff and "
@@ -92,17 +95,18 @@ def _with_cursor(window: Window) -> str:
 
 
 def _unified(hunks: list[Hunk], here: str) -> str:
-    """Hunks as a unified diff, without lines' numbers. File headers (wherever the
-    path changes) only where some hunk is of a file other than `here`: the headers
-    and numbers were a quarter of the qwen prompt's new tokens, and without them
-    the model scored the dev and held-out drafts as it did (docs/next-edit.md)."""
+    """Hunks as a unified diff, without lines' numbers and with QWEN_DIFF_CONTEXT
+    lines around each. File headers (wherever the path changes) only where some
+    hunk is of a file other than `here`. Headers, numbers and a second context line
+    were a third of the qwen prompt's new tokens; without them the model scored the
+    dev and held-out drafts as it did (docs/next-edit.md)."""
     out, path = [], None
     headed = any(hunk.path != here for hunk in hunks)
     for hunk in hunks:
         if headed and hunk.path != path:
             out.append(f"--- a/{hunk.path}\n+++ b/{hunk.path}\n")
             path = hunk.path
-        out.append(hunk.unified(numbered=False))
+        out.append(hunk.unified(numbered=False, context=QWEN_DIFF_CONTEXT))
     return "".join(out)
 
 

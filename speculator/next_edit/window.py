@@ -46,18 +46,20 @@ class Hunk:
     context_above: list[str]
     context_below: list[str]
 
-    def unified(self, numbered: bool = True) -> str:
-        """The hunk as a unified diff body (no file header); not `numbered`: its
-        header a bare `@@`, without the lines' numbers."""
-        start = self.first_line - len(self.context_above)
-        old_len = len(self.context_above) + len(self.before) + len(self.context_below)
-        new_len = len(self.context_above) + len(self.after) + len(self.context_below)
+    def unified(self, numbered: bool = True, context: int = DIFF_CONTEXT) -> str:
+        """The hunk as a unified diff body (no file header), with at most `context`
+        unchanged lines each side; not `numbered`: its header a bare `@@`."""
+        above = self.context_above[len(self.context_above) - context :] if context else []
+        below = self.context_below[:context]
+        start = self.first_line - len(above)
+        old_len = len(above) + len(self.before) + len(below)
+        new_len = len(above) + len(self.after) + len(below)
         numbers = f" -{start + 1},{old_len} +{start + 1},{new_len} @@" if numbered else ""
         lines = [f"@@{numbers}"]
-        lines += [" " + line for line in self.context_above]
+        lines += [" " + line for line in above]
         lines += ["-" + line for line in self.before]
         lines += ["+" + line for line in self.after]
-        lines += [" " + line for line in self.context_below]
+        lines += [" " + line for line in below]
         return "\n".join(lines) + "\n"
 
 

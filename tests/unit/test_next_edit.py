@@ -69,6 +69,14 @@ def test_recent_hunk_of_a_rename_shows_the_whole_line() -> None:
     assert "-        method = getattr(plugin, name)\n" in hunk.unified()
 
 
+def test_a_hunk_shows_as_many_context_lines_as_asked() -> None:
+    hunk = Hunk("p", 5, ["b = 1"], ["b = 2"], ["x", "a = 0"], ["c = 3", "y"])
+    assert hunk.unified() == "@@ -4,5 +4,5 @@\n x\n a = 0\n-b = 1\n+b = 2\n c = 3\n y\n"
+    one = hunk.unified(numbered=False, context=1)
+    assert one == "@@\n a = 0\n-b = 1\n+b = 2\n c = 3\n"
+    assert hunk.unified(context=0) == "@@ -6,1 +6,1 @@\n-b = 1\n+b = 2\n"
+
+
 def test_substitutions_carry_a_rename_and_a_changed_line() -> None:
     rename = Hunk("p", 0, ["x = f(name)"], ["x = f(attr_name)"], [], [])
     assert any(s.old == "name" and s.new == "attr_name" for s in substitutions(rename))
