@@ -49,7 +49,7 @@ class Hunk:
     def unified(self, numbered: bool = True, context: int = DIFF_CONTEXT) -> str:
         """The hunk as a unified diff body (no file header), with at most `context`
         unchanged lines each side; not `numbered`: its header a bare `@@`."""
-        above = self.context_above[len(self.context_above) - context :] if context else []
+        above = self.context_above[-context:] if context else []
         below = self.context_below[:context]
         start = self.first_line - len(above)
         old_len = len(above) + len(self.before) + len(below)

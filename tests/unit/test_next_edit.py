@@ -75,6 +75,7 @@ def test_a_hunk_shows_as_many_context_lines_as_asked() -> None:
     one = hunk.unified(numbered=False, context=1)
     assert one == "@@\n a = 0\n-b = 1\n+b = 2\n c = 3\n"
     assert hunk.unified(context=0) == "@@ -6,1 +6,1 @@\n-b = 1\n+b = 2\n"
+    assert hunk.unified(context=5) == hunk.unified()  # no more than it holds
 
 
 def test_substitutions_carry_a_rename_and_a_changed_line() -> None:
