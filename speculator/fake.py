@@ -16,6 +16,7 @@ from collections import deque
 from collections.abc import Callable
 
 from .next_edit.core import NextEditRequest, NextEditResult, Rewrite, RewriteJob, next_edit
+from .next_edit.prompts import instructions
 from .next_edit.proposal import TokenTrace
 from .totals import Totals
 from .types import (
@@ -44,6 +45,7 @@ class FakeEngine:
         self.delay_ms_per_token = delay_ms_per_token
         self.provider: ContextProvider | None = None
         self.warmed: list[int] = []  # cursor offsets of finished warm() calls, for tests
+        self.next_edit_warms: list[str] = []  # the formats warm_next_edit was asked for
         self.warm_ms = 0.0  # how long a warm-up takes (tests of its cancellation)
         self.cancelled_warms = 0
         self.persisted = 0  # persist() calls, for tests of the shutdown path
@@ -126,6 +128,11 @@ class FakeEngine:
         stats = self._stats(job.prompt, text, started, job.speculation)
         self._totals.record(stats)
         return Rewrite(text=text, trace=trace, finished=True, stats=stats)
+
+    def warm_next_edit(self, prompt_format: str, cancel: CancelToken | None = None) -> int:
+        """The instructions of `prompt_format`, as many "tokens" as characters."""
+        self.next_edit_warms.append(prompt_format)
+        return len(instructions(prompt_format))
 
     def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
         deadline = time.perf_counter() + self.warm_ms / 1000

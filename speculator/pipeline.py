@@ -27,7 +27,7 @@
 SpeculativeEngine and RemoteEngine are Pipelines.
 
 Adding a request kind is one more prepare function, not another copy of the
-path. A next edit (`prepare_next_edit`) rewrites a window as a refactor rewrites
+path. A next edit (speculator/pipeline_next_edit.py) rewrites a window as a refactor rewrites
 a selection, the draft (the window with the last edit carried on) as `expected`
 for the lookup drafter; or the local generator only scores the draft's change
 in one batch (`score_answer`), which is all the shipped model is asked.
@@ -47,10 +47,9 @@ import msgspec
 from .grounding import Grounding
 from .instructions import rename_pairs
 from .limits import Limits
-from .next_edit import core as next_edit_core
 from .next_edit.core import NextEditRequest, NextEditResult
-from .next_edit.proposal import TokenTrace
 from .outcome import StopReason
+from .pipeline_next_edit import run_next_edit, warm_next_edit
 from .postprocess import (
     CompletionStop,
     StopStrings,
@@ -262,42 +261,6 @@ def prepare_refactor(request: RefactorRequest, started: float) -> RewriteJob:
     )
 
 
-def prepare_next_edit(
-    request: NextEditRequest, started: float
-) -> tuple[next_edit_core.Plan, RewriteJob] | None:
-    """The window, prompt and draft of a next edit (speculator/next_edit/), as a
-    rewrite of the window that drafts from the draft; None: no recent edit."""
-    plan = next_edit_core.prepare(request)
-    if plan is None:
-        return None
-    window, prompt = plan.window, plan.prompt
-    rewrite = RefactorRequest(
-        text=request.text,
-        start=window.start,
-        end=window.end,
-        instruction="next edit",
-        language_id=request.language_id,
-        path=request.path,
-        max_tokens=plan.job.max_tokens,
-        speculation=request.speculation,
-    )
-    job = RewriteJob(
-        rewrite,
-        window.text,
-        window.text,
-        "",
-        prompt.text,
-        prompt.stop_text,
-        plan.job.stop,  # the prompt's end, or the rejoin rule's (next_edit/rejoin.py)
-        Limits.none(started),
-        expected=plan.job.draft,
-        slot_kind="next-edit",
-        shared_slot=True,  # the instructions, reused by the first ask in a file
-        trace=True,
-    )
-    return plan, job
-
-
 def _context(
     request: CompletionRequest, provider: ContextProvider | None
 ) -> Callable[[], list[Snippet]]:
@@ -441,42 +404,13 @@ class Pipeline(Generic[P]):
     def next_edit(
         self, request: NextEditRequest, cancel: CancelToken | None = None
     ) -> NextEditResult:
-        """The edit that most likely follows the recent ones, or none."""
-        prepared = prepare_next_edit(request, time.perf_counter())
-        if prepared is None:
-            return NextEditResult([], Stats(speculation=request.speculation), reason="no edit")
-        plan, job = prepared
-        if not plan.asks_model:
-            return next_edit_core.skipped(request)
-        if plan.draft_only and hasattr(self.generator, "score_answer"):
-            # One verify batch of the draft after the prompt; nothing decoded.
-            score = self._score_draft(plan, job, cancel)
-            if score is not None:
-                return next_edit_core.finish_scored(plan, score, request)
-        generated = self.generator.run_rewrite(job, cancel)
-        stats = self.record_stats(generated)
-        trace = (
-            TokenTrace(generated.token_ends, generated.token_probs)
-            if generated.token_probs
-            else None
-        )
-        finished = generated.stop is StopReason.END
-        rewrite = next_edit_core.Rewrite(generated.text, trace, finished, stats)
-        scored = self._score_draft(plan, job, cancel) if finished else None
-        draft = scored.trace if scored is not None else None
-        return next_edit_core.finish(plan, rewrite, request.min_confidence, draft)
+        """The edit that most likely follows the recent ones, or none
+        (speculator/pipeline_next_edit.py)."""
+        return run_next_edit(self.generator, self.record_stats, request, cancel)
 
-    def _score_draft(
-        self, plan: next_edit_core.Plan, job: RewriteJob, cancel: CancelToken | None
-    ) -> next_edit_core.DraftScore | None:
-        """The model's probabilities of the draft's tokens through its first change
-        that could be proposed, if the generator can score (the local one)."""
-        score = getattr(self.generator, "score_answer", None)
-        upto = next_edit_core.draft_change_end(plan)
-        if score is None or upto is None:
-            return None
-        scored: next_edit_core.DraftScore = score(job, plan.job.draft, upto, cancel)
-        return scored if scored.trace.probs else None
+    def warm_next_edit(self, prompt_format: str, cancel: CancelToken | None = None) -> int:
+        """Evaluate the next-edit instructions ahead of the first ask."""
+        return warm_next_edit(self.generator, prompt_format, cancel)
 
     def warm(self, request: CompletionRequest, cancel: CancelToken | None = None) -> int:
         """Evaluate the request's prompt into the generator's cache (no generation)."""

@@ -29,11 +29,10 @@ from ..limits import Limits
 from ..lookup import PromptLookupDrafter
 from ..loss_guard import allowance_for
 from ..next_edit.core import DraftScore
-from ..next_edit.proposal import TokenTrace
 from ..outcome import DecodeOutcome
 from ..pipeline import CompletionJob, Counts, Generated, RewriteJob, StopRule
 from ..prompt import FimPrompt, QuickWindow, build_quick_fim
-from ..sampling import SamplingParams, token_prob
+from ..sampling import SamplingParams
 from ..threads import ThreadPolicy
 from ..token_probs import Shaping
 from ..totals import Totals
@@ -47,6 +46,7 @@ from ..types import (
 from ..validate import check_rewrite_fits
 from .progress import reporting, token_ends
 from .reproducible import FixedController, reproducible, sync_raw
+from .scoring import AnswerScorer
 
 if TYPE_CHECKING:
     from ..models import Model
@@ -107,6 +107,7 @@ class LocalGenerator:
             self.prompts.headers.get,
         )
         self.prompts.saved = self.slots.saved_prompt
+        self.scorer = AnswerScorer(target, self.session, self.slots)
         self.last_outcome: DecodeOutcome | None = None  # the bench reads it
 
     def close(self) -> None:
@@ -346,22 +347,12 @@ class LocalGenerator:
         """The target's probability of each token of `answer` to the prompt of `job`
         (in the job's KV slot), up to the token holding character `upto`: one verify
         batch. A next edit's draft scored, alone or beside the greedy rewrite."""
-        prompt = self.target.tokenize(job.prompt, special=True)
-        tokens = self.target.tokenize(answer)
-        ends = token_ends(tokens, self.target.token_bytes)
-        count = next((i + 1 for i, end in enumerate(ends) if end >= upto), len(tokens))
-        count = min(count, MAX_SCORED_TOKENS, self.session.room() - len(prompt))
-        if count <= 0:
-            return DraftScore(TokenTrace([], []), len(prompt), 0, 0.0)
-        self.slots.enter(rewrite_slot(job), [prompt])
-        sync, first = self.session.sync([prompt], cancel=cancel)
-        probs = [token_prob(first, tokens[0])]
-        if count > 1:
-            rows = self.session.append(tokens[: count - 1])
-            probs += [token_prob(rows[i], tokens[i + 1]) for i in range(count - 1)]
-        self.session.trim(len(prompt))
-        elapsed = (time.perf_counter() - job.limits.started) * 1000
-        return DraftScore(TokenTrace(ends[:count], probs), len(prompt), sync.reused, elapsed)
+        slot, started = rewrite_slot(job), job.limits.started
+        return self.scorer.score(slot, job.prompt, answer, upto, started, cancel)
+
+    def warm_shared_slot(self, kind: str, text: str, cancel: CancelToken | None = None) -> int:
+        """Evaluate `text` into the KV slot that `kind`'s shared-slot jobs use."""
+        return self.scorer.warm((kind, ""), text, cancel)
 
     # -- decoding ----------------------------------------------------------------------
 
@@ -478,10 +469,6 @@ class LocalGenerator:
             outcome.text, outcome.stop, counts, speculation, started, dict(outcome.per_drafter),
             record, token_choices=outcome.token_choices,
         )  # fmt: skip
-
-
-# The most tokens of an answer scored in one batch (score_answer).
-MAX_SCORED_TOKENS = 256
 
 
 def rewrite_slot(job: RewriteJob) -> tuple[str, str]:

@@ -22,6 +22,7 @@ the answers of the `zeta2` and `sweep` models end with an end-of-generation toke
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -192,3 +193,22 @@ def _marker_stop(markers: tuple[str, ...]) -> Callable[[str], int | None]:
         return found.start() if found else None
 
     return stop
+
+
+def instructions(fmt: str) -> str:
+    """The text every prompt of format `fmt` starts with (the qwen system message
+    and the head of its user turn): the part an engine may evaluate ahead
+    of the first ask. Read off two prompts that share nothing else, one with a
+    recent edit and one without, so it follows the builders as they change."""
+    prompts = [
+        build_prompt(fmt, _sample(name, edited)) for name, edited in (("a", False), ("b", True))
+    ]
+    return os.path.commonprefix([p.text for p in prompts])
+
+
+def _sample(name: str, edited: bool) -> PromptInput:
+    """A one-line document named `name`, with one recent edit if `edited`."""
+    text = f"{name}\n"
+    window = Window(0, 1, 0, len(text), text, None, True)
+    hunks = [Hunk(f"{name}.py", 0, [name * 2], [name], [], [])] if edited else []
+    return PromptInput(f"{name}.py", "python", text, window, hunks, text)

@@ -30,7 +30,7 @@ from speculator.backends.remote import RemoteEngine
 from speculator.config import EngineConfig
 from speculator.edits import EditHistory
 from speculator.next_edit.core import NextEditRequest
-from speculator.pipeline import prepare_next_edit
+from speculator.pipeline_next_edit import prepare_next_edit
 from speculator.types import (
     Cancelled,
     CancelToken,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from speculator.config import EngineConfig
 from speculator.edits import EditHistory
 from speculator.engine import SpeculativeEngine
 from speculator.next_edit.core import NextEditRequest
@@ -63,6 +64,35 @@ def test_the_first_ask_in_another_file_reuses_the_instructions(engine: Speculati
     # The system prompt and the head of the edits' diff (about 120 tokens) come
     # back from the shared next-edit slot, not evaluated again.
     assert other.stats.reused_prompt_tokens >= 100
+
+
+def test_the_instructions_warmed_with_the_models_are_what_the_first_ask_reuses() -> None:
+    fresh = SpeculativeEngine.load(EngineConfig(kv_disk_mb=0))
+    try:
+        warmed = fresh.warm_next_edit("qwen")
+        assert warmed >= 100  # the system prompt and the diff's head
+        assert fresh.warm_next_edit("qwen") == 0  # the slot holds them already
+        # A completion in between leaves the cache holding its own prompt.
+        fresh.complete(CompletionRequest(text=CODE, cursor=len(CODE), max_tokens=4, path="c.py"))
+        first = fresh.next_edit(renamed("auto"))
+        assert first.stats.reused_prompt_tokens >= warmed
+        [edit] = first.edits
+        assert result_text(edit).count("net") == 4
+    finally:
+        fresh.close()
+
+
+def test_the_same_ask_again_is_answered_without_scoring_again(engine: SpeculativeEngine) -> None:
+    first = engine.next_edit(renamed("auto"))
+    scorer = engine.generator.scorer  # type: ignore[attr-defined]
+    repeats = scorer.repeats
+    again = engine.next_edit(renamed("auto"))
+    assert scorer.repeats == repeats + 1
+    assert (again.edits, again.confidence) == (first.edits, first.confidence)
+    assert again.stats.reused_prompt_tokens == again.stats.prompt_tokens > 0
+    # Another cursor in the scored lines is another prompt: scored anew.
+    moved = engine.next_edit(replace(renamed("auto"), cursor=renamed("auto").cursor - 1))
+    assert scorer.repeats == repeats + 1 and moved.edits
 
 
 def test_a_document_without_recent_edits_gets_nothing(engine: SpeculativeEngine) -> None:

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 from lsprotocol import types
@@ -110,3 +111,14 @@ async def test_shutdown_saves_the_engines_kv_slots() -> None:
     engine = svc.host.engine
     svc.shutdown()
     assert engine is not None and engine.persisted == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("on", [True, False])
+async def test_loading_warms_the_next_edit_instructions_when_next_edits_are_on(
+    fake_service: Any, on: bool
+) -> None:
+    async with fake_service(next_edit=on, next_edit_format="zeta2") as svc:
+        await svc.complete({"text": "x", "position": {"line": 0, "character": 1}})
+        engine = svc.host.engine
+        assert engine is not None
+        assert engine.next_edit_warms == (["zeta2"] if on else [])  # type: ignore[attr-defined]

@@ -12,7 +12,8 @@ from scripted_model import VOCAB, scripted_generator
 from speculator.edits import EditHistory
 from speculator.next_edit import core
 from speculator.next_edit.core import NextEditRequest, prepare
-from speculator.pipeline import Pipeline, prepare_next_edit
+from speculator.pipeline import Pipeline
+from speculator.pipeline_next_edit import prepare_next_edit
 
 CODE = "".join(f"value_{i} = compute({i})\n" for i in range(12)) + (
     "def register(plugin):\n"

@@ -7,7 +7,14 @@ from dataclasses import replace
 
 import pytest
 
-from speculator.next_edit.prompts import CURSOR_MARKER, PromptInput, build_prompt
+from speculator.next_edit.prompts import (
+    CURSOR_MARKER,
+    PROMPT_FORMATS,
+    QWEN_SYSTEM,
+    PromptInput,
+    build_prompt,
+    instructions,
+)
 from speculator.next_edit.window import Hunk, choose_window
 
 TEXT = "import os\n\n\ndef f(path):\n    return os.path.exists(path)\n\n\ndef g():\n    pass\n"
@@ -98,3 +105,19 @@ def test_the_answer_becomes_the_window_without_the_marker(fmt: str) -> None:
 def test_an_unknown_format_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="one of qwen, zeta2, sweep"):
         build_prompt("gpt", given())
+
+
+@pytest.mark.parametrize("fmt", PROMPT_FORMATS)
+def test_every_prompt_starts_with_its_formats_instructions(fmt: str) -> None:
+    """What the engine evaluates ahead of the first ask is how every ask starts,
+    with recent edits or none, in this file or naming another."""
+    head = instructions(fmt)
+    here = given()
+    other = Hunk("src/n.py", 0, ["a = 1"], ["a = 2"], [], [])
+    for hunks in ([], here.hunks, [other, *here.hunks]):
+        assert build_prompt(fmt, replace(here, hunks=hunks)).text.startswith(head)
+
+
+def test_the_qwen_instructions_run_to_the_diffs_opening_fence() -> None:
+    head = instructions("qwen")
+    assert QWEN_SYSTEM in head and head.endswith("Recent edits:\n```diff\n")
