@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .headers import Header, Headers, cursor_line
-from .pipeline import CompletionJob
+from .jobs import CompletionJob
 from .prompt import PREFIX_BUDGET_CHARS, FimPrompt, build_fim
 from .slots import SavedPrompt
 from .types import CompletionRequest

@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .jobs import Generated, RewriteJob
 from .limits import Limits
 from .next_edit import core
 from .next_edit.core import NextEditRequest, NextEditResult
@@ -24,9 +25,6 @@ from .next_edit.prompts import instructions
 from .next_edit.proposal import TokenTrace
 from .outcome import StopReason
 from .types import CancelToken, RefactorRequest, Stats
-
-if TYPE_CHECKING:
-    from .pipeline import Generated, RewriteJob
 
 log = logging.getLogger(__name__)
 
@@ -38,8 +36,6 @@ def prepare_next_edit(
 ) -> tuple[core.Plan, RewriteJob] | None:
     """The window, prompt and draft of a next edit, as a rewrite of the window
     that drafts from the draft; None: no recent edit."""
-    from .pipeline import RewriteJob  # pipeline.py imports this module
-
     plan = core.prepare(request)
     if plan is None:
         return None

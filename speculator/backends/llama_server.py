@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import provision
-from ..pipeline import Counts, StopRule
+from ..jobs import Counts, StopRule
 from ..types import CancelToken, CompletionRequest, RefactorRequest
 from .http import Transport
 from .remote import CompletionContext, Generation, RemoteEngine

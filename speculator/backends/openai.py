@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..pipeline import Counts, StopRule
+from ..jobs import Counts, StopRule
 from ..types import CancelToken, CompletionRequest, RefactorRequest
 from .http import ServerUnavailable, Transport
 from .remote import CompletionContext, Generation, RemoteEngine

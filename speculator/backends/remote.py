@@ -19,9 +19,10 @@ from typing import Any
 from cachetools import LRUCache
 
 from ..grounding import Grounding, similar_siblings
+from ..jobs import CompletionJob, Counts, Generated, RewriteJob, StopRule
 from ..limits import Limits
 from ..outcome import StopReason
-from ..pipeline import CompletionJob, Counts, Generated, Pipeline, RewriteJob, StopRule
+from ..pipeline import Pipeline
 from ..postprocess import CompletionStop
 from ..prompt import SNIPPET_BUDGET_CHARS, FimPrompt, build_fim
 from ..types import (

@@ -24,13 +24,13 @@ from ..doc_prompts import DocumentPrompts
 from ..drafters import Drafter, DraftModelDrafter
 from ..grounding import Grounding, similar_siblings
 from ..headers import Header
+from ..jobs import CompletionJob, Counts, Generated, RewriteJob, StopRule
 from ..kv_slots import KvSlots
 from ..limits import Limits
 from ..lookup import PromptLookupDrafter
 from ..loss_guard import allowance_for
 from ..next_edit.core import DraftScore
 from ..outcome import DecodeOutcome
-from ..pipeline import CompletionJob, Counts, Generated, RewriteJob, StopRule
 from ..prompt import FimPrompt, QuickWindow, build_quick_fim
 from ..sampling import SamplingParams
 from ..threads import ThreadPolicy

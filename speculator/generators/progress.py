@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..pipeline import StopRule
+from ..jobs import StopRule
 from ..types import Progress
 
 

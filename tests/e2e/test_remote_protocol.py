@@ -29,8 +29,9 @@ from speculator.backends.openai import OpenAIEngine
 from speculator.config import Backend, EngineConfig
 from speculator.edits import EditHistory
 from speculator.factory import load_engine
+from speculator.jobs import CompletionJob, Generated, StopRule
 from speculator.next_edit.core import NextEditRequest
-from speculator.pipeline import CompletionJob, Generated, Pipeline, StopRule
+from speculator.pipeline import Pipeline
 from speculator.types import (
     Cancelled,
     CancelToken,

@@ -11,14 +11,11 @@ from collections.abc import Iterator
 import pytest
 from scripted_model import scripted_generator
 
+from speculator.jobs import CompletionJob, Counts, Generated, RewriteJob
 from speculator.limits import SPENT_LIMIT_MS, Limits
 from speculator.outcome import StopReason
 from speculator.pipeline import (
-    CompletionJob,
-    Counts,
-    Generated,
     Pipeline,
-    RewriteJob,
     finish_completion_text,
     finish_rewrite,
     prepare_completion,
