@@ -18,9 +18,9 @@ from pathlib import PurePosixPath
 import tree_sitter
 
 from ..edits import Edit
-from ..languages import new_parser
-from ..syntax import byte_offset, utf8
+from ..syntax import byte_offset
 from .occurrences import MAX_PARSE_CHARS, identifiers_on_lines, is_identifier, line_end
+from .trees import syntax_root
 from .window import line_of, line_starts
 
 # Nodes that define a name other files use, in the grammars served (their `name`
@@ -74,13 +74,12 @@ def renamed_lines(text: str, language_id: str, before: str, edit: Edit) -> dict[
     """The lines of `text` (0-based) that use a definition `edit` (made on the other
     document's `before`) renamed, each with the old name replaced; empty when the
     edit renamed no definition or this document does not use one."""
-    parser = new_parser(language_id)
-    if parser is None or max(len(text), len(before)) > MAX_PARSE_CHARS:
+    if max(len(text), len(before)) > MAX_PARSE_CHARS:
         return {}
-    renames = renamed_definitions(parser, before, edit)
-    if not renames:
+    renames = renamed_definitions(language_id, before, edit)
+    root = syntax_root(language_id, text) if renames else None
+    if root is None:
         return {}
-    root = parser.parse(utf8(text)).root_node
     spans: dict[int, list[tuple[int, int, str]]] = {}
     starts = line_starts(text)
     for old, new in renames.items():
@@ -91,20 +90,22 @@ def renamed_lines(text: str, language_id: str, before: str, edit: Edit) -> dict[
     return {line: _replaced(text, starts[line], found) for line, found in spans.items()}
 
 
-def renamed_definitions(parser: tree_sitter.Parser, before: str, edit: Edit) -> dict[str, str]:
+def renamed_definitions(language_id: str, before: str, edit: Edit) -> dict[str, str]:
     """{old: new} for the definition the edit renamed: the one definition name on
     its lines before it, another one on them after it."""
     after = edit.apply(before)
-    old = _definition_names(parser, before, edit.start, edit.end)
-    new = _definition_names(parser, after, edit.start, edit.new_end)
+    old = _definition_names(language_id, before, edit.start, edit.end)
+    new = _definition_names(language_id, after, edit.start, edit.new_end)
     if len(old) != 1 or len(new) != 1 or old == new:
         return {}
     return {old[0]: new[0]}
 
 
-def _definition_names(parser: tree_sitter.Parser, text: str, start: int, end: int) -> list[str]:
+def _definition_names(language_id: str, text: str, start: int, end: int) -> list[str]:
     """Names defined on the whole lines holding text[start:end]."""
-    root = parser.parse(utf8(text)).root_node
+    root = syntax_root(language_id, text)
+    if root is None:
+        return []
     found = identifiers_on_lines(text, root, start, end)
     return [match.group() for match in found if _defines(root, text, match.start())]
 

@@ -19,10 +19,9 @@ from pathlib import PurePosixPath
 
 import tree_sitter
 
-from ..languages import new_parser
-from ..syntax import utf8
 from ..types import Snippet
 from .draft import word_pattern
+from .trees import syntax_root
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +73,9 @@ def import_lines(
     focus, removed = edit
     if len(text) > MAX_SCAN_CHARS:
         return {}
-    parser = new_parser(language_id)
-    if parser is None:
+    root = syntax_root(language_id, text)
+    if root is None:
         return {}
-    root = parser.parse(utf8(text)).root_node
     names = unbound_names(text, root, focus)
     names = [n for n in names if not word_pattern(n, member=False).search(removed)]
     if not names or len(names) > MAX_NAMES:

@@ -28,10 +28,10 @@ from collections.abc import Iterator
 import tree_sitter
 
 from ..edits import Edit
-from ..languages import new_parser
-from ..syntax import STRING_OR_COMMENT, byte_offset, utf8
+from ..syntax import STRING_OR_COMMENT, byte_offset
 from .draft import piece_pattern, substitutions, word_pattern
 from .line_edits import added, added_twins, anchors, insertion
+from .trees import syntax_root
 from .window import LINES_ABOVE, LINES_BELOW, Hunk, Window, choose_window, line_of, line_starts
 
 log = logging.getLogger(__name__)
@@ -57,11 +57,13 @@ def removed_names(before: str, after: str, edit: Edit, language_id: str) -> list
     `before` (the text before it) than on its lines in `after` (the text now),
     attributes written with their dot (`.result`). Words in strings and comments
     are not names. Empty without a grammar."""
-    parser = new_parser(language_id)
-    if parser is None or max(len(before), len(after)) > MAX_PARSE_CHARS:
+    if max(len(before), len(after)) > MAX_PARSE_CHARS:
         return []
-    old = _names_on_lines(before, parser.parse(utf8(before)).root_node, edit.start, edit.end)
-    new = _names_on_lines(after, parser.parse(utf8(after)).root_node, edit.start, edit.new_end)
+    old_root, new_root = syntax_root(language_id, before), syntax_root(language_id, after)
+    if old_root is None or new_root is None:
+        return []
+    old = _names_on_lines(before, old_root, edit.start, edit.end)
+    new = _names_on_lines(after, new_root, edit.start, edit.new_end)
     return sorted(name for name, count in old.items() if count > new[name])
 
 
@@ -76,10 +78,9 @@ def occurrence_lines(
     other substitutions as code (when they recur at most MAX_TEXT_PLACES times);
     lines in `skip` [a, b) left out. Empty when the language has no grammar or the
     document is too large to parse."""
-    parser = new_parser(language_id)
-    if parser is None or len(text) > MAX_PARSE_CHARS:
+    root = syntax_root(language_id, text) if len(text) <= MAX_PARSE_CHARS else None
+    if root is None:
         return []
-    root = parser.parse(utf8(text)).root_node
     starts = line_starts(text)
     found: set[int] = set()
     for name in names:

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from speculator.edits import Edit
-from speculator.languages import new_parser
 from speculator.next_edit.across import imports_from, renamed_definitions, renamed_lines
 from speculator.next_edit.core import NextEditRequest, Plan, prepare
 
@@ -66,11 +65,9 @@ def test_a_renamed_method_and_a_module_constant_are_followed() -> None:
 
 
 def test_a_local_variable_or_a_parameter_renamed_elsewhere_is_not_followed() -> None:
-    parser = new_parser("python")
-    assert parser is not None
     for old, new, occurrence in (("size", "width", "    size ="), ("radius", "r", "def describe")):
         before, edit = renaming(old, new, occurrence)
-        assert renamed_definitions(parser, before, edit) == {}
+        assert renamed_definitions("python", before, edit) == {}
         assert renamed_lines(MAIN, "python", before, edit) == {}
 
 

@@ -1,0 +1,45 @@
+"""Syntax trees of a next edit's texts, each parsed once per request.
+
+Preparing a next edit reads the tree of the document now in three places (the
+names the edit removed, their other places, the names it left unbound) and the
+tree of the text before the edit in two: on a 300 KB file each parse was 31 ms.
+The last few trees are kept per thread (a parser is never shared between
+threads, speculator/languages.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+import tree_sitter
+
+from ..languages import new_parser
+from ..syntax import utf8
+
+# Trees kept per thread: the text now and before the edit, of one request or two.
+KEPT_TREES = 4
+
+_local = threading.local()
+
+
+def syntax_root(language_id: str, text: str) -> tree_sitter.Node | None:
+    """The root node of `text`'s syntax tree; None when the language has no grammar."""
+    kept = _kept()
+    key = (language_id, text)
+    if key in kept:
+        kept.move_to_end(key)
+    else:
+        parser = new_parser(language_id)
+        kept[key] = parser.parse(utf8(text)) if parser is not None else None
+        if len(kept) > KEPT_TREES:
+            kept.popitem(last=False)
+    tree = kept[key]
+    return tree.root_node if tree is not None else None
+
+
+def _kept() -> OrderedDict[tuple[str, str], tree_sitter.Tree | None]:
+    if not hasattr(_local, "trees"):
+        _local.trees = OrderedDict()
+    trees: OrderedDict[tuple[str, str], tree_sitter.Tree | None] = _local.trees
+    return trees
