@@ -104,9 +104,10 @@ def _score_draft(
     that could be proposed, if the generator can score (the local one)."""
     score = getattr(generator, "score_answer", None)
     upto = core.draft_change_end(plan)
-    if score is None or upto is None:
+    if score is None or upto is None or plan.draft_change is None:
         return None
-    scored: core.DraftScore = score(job, plan.job.draft, upto, cancel)
+    since = plan.draft_change.span[0]
+    scored: core.DraftScore = score(job, plan.job.draft, (since, upto), cancel)
     return scored if scored.trace.probs else None
 
 

@@ -332,8 +332,9 @@ class Session:
 
     # -- decoding -------------------------------------------------------------
 
-    def append(self, tokens: Sequence[int]) -> Logits:
-        """Evaluate tokens after the cache; logits for every one (rows x vocab).
+    def append(self, tokens: Sequence[int], first_row: int = 0) -> Logits:
+        """Evaluate tokens after the cache; logits for tokens[first_row:] (rows x
+        vocab): the rows before are context whose output nobody reads.
 
         The result is a view valid until the next decode on this session."""
         n0 = len(self.cells)
@@ -341,7 +342,8 @@ class Session:
             raise EngineError("the context is full")
         if len(tokens) > self.n_batch:
             raise EngineError("too many tokens for one batch")
-        self._fill(list(tokens), list(range(n0, n0 + len(tokens))), [True] * len(tokens))
+        wanted = [i >= first_row for i in range(len(tokens))]
+        self._fill(list(tokens), list(range(n0, n0 + len(tokens))), wanted)
         try:
             self._decode()
         except EngineError:
@@ -350,7 +352,7 @@ class Session:
         self.cells.extend(tokens)
         # A view on llama.cpp's buffer (no copy): valid until the next decode.
         ptr = ctypes.cast(llama_cpp.llama_get_logits(self.ctx), ctypes.POINTER(ctypes.c_float))
-        return np.ctypeslib.as_array(ptr, shape=(len(tokens), self.n_vocab))
+        return np.ctypeslib.as_array(ptr, shape=(len(tokens) - first_row, self.n_vocab))
 
     def room(self) -> int:
         """How many more tokens the context can take."""

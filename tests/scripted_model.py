@@ -58,6 +58,7 @@ class ScriptedSession:
         self.n_ctx = n_ctx
         self.threads = 1
         self.cells: list[int] = []
+        self.rows_asked: list[int] = []  # logits rows each append returned
         self.segments: list[tuple[int, int]] = []
         self.prompt_len = 0
         self.synced: list[list[int]] = []  # each sync's prompt, for tests
@@ -89,10 +90,12 @@ class ScriptedSession:
     def room(self) -> int:
         return self.n_ctx - len(self.cells)
 
-    def append(self, tokens: Sequence[int]) -> np.ndarray:
+    def append(self, tokens: Sequence[int], first_row: int = 0) -> np.ndarray:
         generated = len(self.cells) - self.prompt_len
         self.cells += list(tokens)
-        return np.stack([self._logits(generated + i + 1) for i in range(len(tokens))])
+        self.rows_asked.append(len(tokens) - first_row)
+        rows = range(first_row, len(tokens))
+        return np.stack([self._logits(generated + i + 1) for i in rows])
 
     def trim(self, n: int) -> None:
         del self.cells[n:]

@@ -342,13 +342,18 @@ class LocalGenerator:
         return generated
 
     def score_answer(
-        self, job: RewriteJob, answer: str, upto: int, cancel: CancelToken | None = None
+        self,
+        job: RewriteJob,
+        answer: str,
+        span: tuple[int, int],
+        cancel: CancelToken | None = None,
     ) -> DraftScore:
-        """The target's probability of each token of `answer` to the prompt of `job`
-        (in the job's KV slot), up to the token holding character `upto`: one verify
-        batch. A next edit's draft scored, alone or beside the greedy rewrite."""
+        """The target's probability of the tokens of `answer` that write
+        answer[span[0]:span[1]], after the prompt of `job` (in the job's KV slot):
+        one verify batch. A next edit's draft scored, alone or beside the greedy
+        rewrite."""
         slot, started = rewrite_slot(job), job.limits.started
-        return self.scorer.score(slot, job.prompt, answer, upto, started, cancel)
+        return self.scorer.score(slot, job.prompt, answer, span, started, cancel)
 
     def warm_shared_slot(self, kind: str, text: str, cancel: CancelToken | None = None) -> int:
         """Evaluate `text` into the KV slot that `kind`'s shared-slot jobs use."""

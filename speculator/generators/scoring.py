@@ -10,6 +10,7 @@ The last score is remembered: a client that asks again about the same text
 
 from __future__ import annotations
 
+import bisect
 import logging
 import time
 from typing import TYPE_CHECKING, NamedTuple
@@ -30,14 +31,12 @@ log = logging.getLogger(__name__)
 
 # The most tokens of an answer scored in one batch.
 MAX_SCORED_TOKENS = 256
-# Tokens left off the end of warmed instructions: the first ask's prompt may
-# tokenize the text where the instructions end into other tokens.
-WARM_SLACK_TOKENS = 2
 
 
 class _Asked(NamedTuple):
     prompt: str
     answer: str
+    since: int
     upto: int
 
 
@@ -54,13 +53,14 @@ class AnswerScorer:
         slot: tuple[str, str],
         prompt_text: str,
         answer: str,
-        upto: int,
+        span: tuple[int, int],
         started: float,
         cancel: CancelToken | None = None,
     ) -> DraftScore:
         """The target's probability of each token of `answer` to `prompt_text` (in
-        KV slot `slot`), up to the token holding character `upto`."""
-        asked = _Asked(prompt_text, answer, upto)
+        KV slot `slot`) that writes any of answer[since:upto] (`span`), and of
+        those between; the tokens before are 1 (not scored)."""
+        asked = _Asked(prompt_text, answer, *span)
         if self._last is not None and self._last[0] == asked:
             self.repeats += 1
             trace, prompt_tokens = self._last[1].trace, self._last[1].prompt_tokens
@@ -80,12 +80,16 @@ class AnswerScorer:
         count = min(count, MAX_SCORED_TOKENS, self.session.room() - len(prompt))
         if count <= 0:
             return DraftScore(TokenTrace([], []), len(prompt), 0, 0.0)
+        # The answer's tokens before the change (`since`) are context: read, not
+        # scored (probability 1 in the trace), so they get no logits rows.
+        skip = min(bisect.bisect_right(ends, asked.since), count - 1)
         self.slots.enter(slot, [prompt])
         sync, first = self.session.sync([prompt], cancel=cancel)
-        probs = [token_prob(first, tokens[0])]
+        probs = [1.0] * skip + ([token_prob(first, tokens[0])] if skip == 0 else [])
         if count > 1:
-            rows = self.session.append(tokens[: count - 1])
-            probs += [token_prob(rows[i], tokens[i + 1]) for i in range(count - 1)]
+            lead = max(skip - 1, 0)
+            rows = self.session.append(tokens[: count - 1], first_row=lead)
+            probs += [token_prob(rows[i - lead], tokens[i + 1]) for i in range(lead, count - 1)]
         self.session.trim(len(prompt))
         elapsed = (time.perf_counter() - started) * 1000
         return DraftScore(TokenTrace(ends[:count], probs), len(prompt), sync.reused, elapsed)
@@ -93,7 +97,9 @@ class AnswerScorer:
     def warm(self, slot: tuple[str, str], text: str, cancel: CancelToken | None = None) -> int:
         """Evaluate `text` (a prompt's fixed start) into KV slot `slot`, unless the
         slot already starts with it; the tokens evaluated."""
-        tokens = self.target.tokenize(text, special=True)[:-WARM_SLACK_TOKENS]
+        # Where the first ask's prompt tokenizes the text at their end otherwise,
+        # its sync keeps the common prefix and evaluates the rest.
+        tokens = self.target.tokenize(text, special=True)
         if not tokens:
             return 0
         self.slots.enter(slot, [tokens])

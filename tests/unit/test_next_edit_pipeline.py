@@ -128,3 +128,20 @@ def test_a_draft_only_model_scores_the_draft_in_one_batch_and_decodes_nothing(
     # A model that would copy the window gives the draft's tokens a low probability.
     generator, _ = scripted_generator(plan.window.text + "```\n")
     assert Pipeline(generator).next_edit(request(speculation, draft_only=True)).edits == []
+
+
+def test_the_drafts_tokens_before_its_change_are_read_but_get_no_logits() -> None:
+    """The lines the draft copies before its change are context: evaluated after
+    the prompt, but only the change's tokens (and the one before, whose row
+    predicts the first) are scored."""
+    plan = prepare(request("auto", draft_only=True))
+    assert plan is not None and plan.draft_change is not None
+    since, upto = plan.draft_change.span[0], core.draft_change_end(plan)
+    assert upto is not None and since > 0
+    generator, session = scripted_generator(plan.job.draft + "```\n")
+    (edit,) = Pipeline(generator).next_edit(request("auto", draft_only=True)).edits
+    assert "attr_name" in edit.new_text
+    # The scripted model's tokens are characters: all `upto` of them evaluated,
+    # logits rows from the token before the change on.
+    assert session.rows_asked == [upto - since]
+    assert len(session.cells) == session.prompt_len  # the answer trimmed off again
