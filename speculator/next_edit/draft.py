@@ -15,7 +15,9 @@ the lines that begin and end as it did (line_edits.py), and an argument or a
 parameter added is carried to the other calls or into the body (call_edits.py).
 A renamed attribute (`self.result -> self._result`) is carried only to
 attributes, a renamed plain name only to plain names: the parameter `result` is
-another variable.
+another variable. Word pairs come only from a line whose words were replaced in
+place: where words were also added or removed (`H.wait(function() ... end)` ->
+`H.client()`), the line was rewritten, and `wait -> client` is no rename.
 """
 
 from __future__ import annotations
@@ -64,7 +66,10 @@ def _line_substitutions(old_line: str, new_line: str) -> list[Substitution]:
     old_words, new_words = _WORD.findall(old_line), _WORD.findall(new_line)
     matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
     words: list[Substitution] = []
-    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+    opcodes = matcher.get_opcodes()
+    if any(tag in ("insert", "delete") for tag, *_ in opcodes):
+        opcodes = []  # words removed or added: rewritten, not renamed
+    for tag, a1, a2, b1, b2 in opcodes:
         if tag != "replace":
             continue
         old, new = "".join(old_words[a1:a2]), "".join(new_words[b1:b2])

@@ -123,6 +123,19 @@ def test_a_changed_piece_of_words_is_carried_only_where_it_stands_as_words() -> 
     assert "# the 37 below" in drafted  # the same word elsewhere still is
 
 
+def test_a_call_rewritten_with_words_removed_is_not_read_as_renames() -> None:
+    """`H.wait(function() ... end, 10000, "client")` -> `H.client()` replaced a
+    call; it did not rename `wait` to `client` nor delete `function(` everywhere."""
+    old = 'H.wait(function() return #get_clients() > 0 end, 10000, "client")'
+    rewritten = Hunk("t.lua", 0, [old], ["H.client()"], [], [])
+    found = {(s.old, s.new) for s in substitutions(rewritten)}
+    assert ("wait", "client") not in found
+    code = "H.out.lines = H.wait(function()\n  return H.lines()\nend)\n"
+    assert apply_substitutions(code, substitutions(rewritten)) == code
+    # The same line again is still the same change.
+    assert apply_substitutions(old + "\n", substitutions(rewritten)) == "H.client()\n"
+
+
 def test_a_reworded_sentence_is_not_read_as_renames() -> None:
     reworded = Hunk(
         "p",
