@@ -4,7 +4,12 @@ with and without speculation, and a finished edit gets no suggestion."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from dataclasses import replace
+from pathlib import Path
 
 from speculator.config import EngineConfig
 from speculator.edits import EditHistory
@@ -149,3 +154,26 @@ def test_a_name_imported_in_another_file_gets_its_import_here(engine: Speculativ
     after = text[: proposed.start] + proposed.new_text + text[proposed.end :]
     assert after == text.replace("import json\n", "import json\nfrom pathlib import Path\n")
     assert result.confidence is not None and result.confidence >= MIN_CONFIDENCE
+
+
+def test_a_cli_call_keeps_the_prompt_for_the_next_one(tmp_path: Path) -> None:
+    """`groundspec next-edit` saves its KV slots at exit: the next call (another
+    process) restores the instructions instead of evaluating them."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    (repo / "price.py").write_text(CODE)
+    for args in (["init", "-q"], ["add", "price.py"], ["commit", "-q", "-m", "first"]):
+        subprocess.run([*git, *args], cwd=repo, check=True, capture_output=True)
+    (repo / "price.py").write_text(renamed("auto").text)
+    root = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "GROUNDSPEC_KV_DIR": str(tmp_path / "kv"), "PYTHONPATH": root}
+    command = [sys.executable, "-m", "lsp_server.cli", "next-edit", "price.py:2:8", "--json"]
+    runs = [
+        subprocess.run(command, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+        for _ in range(2)
+    ]
+    first, second = (json.loads(run.stdout) for run in runs)
+    assert first["stats"]["reusedPromptTokens"] == 0  # an empty KV folder
+    assert second["stats"]["reusedPromptTokens"] >= 100
+    assert second["edits"] == first["edits"] != []
