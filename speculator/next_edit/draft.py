@@ -64,23 +64,26 @@ def _line_substitutions(old_line: str, new_line: str) -> list[Substitution]:
     if old_line.strip() and new_line.strip():
         found.append(Substitution(old_line.strip(), new_line.strip(), False, whole_line=True))
     old_words, new_words = _WORD.findall(old_line), _WORD.findall(new_line)
+    return found + _word_pairs(old_words, new_words) + _changed_span(old_words, new_words)
+
+
+def _word_pairs(old_words: list[str], new_words: list[str]) -> list[Substitution]:
+    """Each word (or piece) replaced in place, when that is all the line's change
+    was: words added or removed, or more than MAX_WORD_CHANGES pairs (a sentence
+    reworded), mean the line was rewritten, not renamed."""
     matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
-    words: list[Substitution] = []
-    opcodes = matcher.get_opcodes()
-    if any(tag in ("insert", "delete") for tag, *_ in opcodes):
-        opcodes = []  # words removed or added: rewritten, not renamed
-    for tag, a1, a2, b1, b2 in opcodes:
-        if tag != "replace":
-            continue
+    changed = [op for op in matcher.get_opcodes() if op[0] != "equal"]
+    if any(tag != "replace" for tag, *_ in changed):
+        return []
+    pairs: list[Substitution] = []
+    for _tag, a1, a2, b1, b2 in changed:
         old, new = "".join(old_words[a1:a2]), "".join(new_words[b1:b2])
         if _IDENTIFIER.fullmatch(old) and _IDENTIFIER.fullmatch(new):
             member = a1 > 0 and old_words[a1 - 1] == "."
-            words.append(Substitution(old, new, True, member=member))
+            pairs.append(Substitution(old, new, True, member=member))
         elif len(old.strip()) >= MIN_PIECE_CHARS:
-            words.append(Substitution(old, new, False))
-    if len({(w.old, w.new) for w in words}) > MAX_WORD_CHANGES:
-        words = []  # a sentence rewritten: its word pairs are not renames
-    return found + words + _changed_span(old_words, new_words)
+            pairs.append(Substitution(old, new, False))
+    return [] if len({(p.old, p.new) for p in pairs}) > MAX_WORD_CHANGES else pairs
 
 
 def _changed_span(old_words: list[str], new_words: list[str]) -> list[Substitution]:
