@@ -171,6 +171,17 @@ class KvSlots:
         segments = [list(tokens) for _pos, tokens in slot.target.segments]
         return segments or [list(slot.target.cells)]
 
+    def holds(self, key: SlotKey, tokens: list[int]) -> bool:
+        """Whether `key`'s KV (live, in RAM or on disk) starts with `tokens`, found
+        without restoring it: a slot file's header lists its cells."""
+        if key == self.live_key:
+            cells = self.session.cells if self._own(self.session) else []
+        elif (slot := self.ram.get(key)) is not None:
+            cells = slot.target.cells
+        else:
+            cells = (self.disk.saved_cells(key) if self.disk is not None else None) or []
+        return common_prefix(cells, tokens) == len(tokens)
+
     def saved_prompt(self, name: str) -> SavedPrompt | None:
         """The window start and header saved with a document's completion slot on disk."""
         return self.disk.saved_prompt(("completion", name)) if self.disk is not None else None

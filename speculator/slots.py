@@ -214,6 +214,11 @@ class DiskSlots:
         header = found[0]
         return SavedPrompt(header.window_start, header.header, header.header_line)
 
+    def saved_cells(self, key: SlotKey) -> list[int] | None:
+        """The target tokens saved for `key`, read from the file's header alone."""
+        found = self._read_header(self.file_for(key), key)
+        return found[0].target_cells if found is not None else None
+
     def load(self, key: SlotKey) -> Slot | None:
         """The slot saved for `key`, or None if there is none or it does not check out."""
         path = self.file_for(key)

@@ -19,7 +19,6 @@ from ..kv_slots import KvSlots
 from ..next_edit.core import DraftScore
 from ..next_edit.proposal import TokenTrace
 from ..sampling import token_prob
-from ..tokens import common_prefix
 from ..types import CancelToken
 from .progress import token_ends
 
@@ -96,15 +95,14 @@ class AnswerScorer:
 
     def warm(self, slot: tuple[str, str], text: str, cancel: CancelToken | None = None) -> int:
         """Evaluate `text` (a prompt's fixed start) into KV slot `slot`, unless the
-        slot already starts with it; the tokens evaluated."""
+        slot already starts with it (then it is left where it is: restoring it
+        now would only cost the next switch a save); the tokens evaluated."""
         # Where the first ask's prompt tokenizes the text at their end otherwise,
         # its sync keeps the common prefix and evaluates the rest.
         tokens = self.target.tokenize(text, special=True)
-        if not tokens:
-            return 0
+        if not tokens or self.slots.holds(slot, tokens):
+            return 0  # kept on disk from an earlier run, or an ask came first
         self.slots.enter(slot, [tokens])
-        if common_prefix(self.session.cells, tokens) == len(tokens):
-            return 0  # restored from disk, or an ask came first
         sync, _ = self.session.sync([tokens], cancel=cancel)
         log.info("warmed %d tokens of the %s instructions", sync.evaluated, slot[0])
         return sync.evaluated

@@ -87,6 +87,22 @@ def test_the_instructions_warmed_with_the_models_are_what_the_first_ask_reuses()
         fresh.close()
 
 
+def test_instructions_kept_on_disk_are_left_there_at_load(tmp_path: Path) -> None:
+    """A start finds the instructions in the slot file's header and restores
+    nothing; the first ask restores them."""
+    first = SpeculativeEngine.load(EngineConfig(kv_dir=str(tmp_path)))
+    assert first.warm_next_edit("qwen") >= 100
+    first.persist()
+    first.close()
+    again = SpeculativeEngine.load(EngineConfig(kv_dir=str(tmp_path)))
+    try:
+        assert again.warm_next_edit("qwen") == 0
+        assert again.generator.slots.live_key is None  # type: ignore[attr-defined]
+        assert again.next_edit(renamed("auto")).stats.reused_prompt_tokens >= 100
+    finally:
+        again.close()
+
+
 def test_the_same_ask_again_is_answered_without_scoring_again(engine: SpeculativeEngine) -> None:
     first = engine.next_edit(renamed("auto"))
     scorer = engine.generator.scorer  # type: ignore[attr-defined]
