@@ -5,7 +5,7 @@ applied to `after_change` and compared with `expected` line by line (trailing
 whitespace removed).
 
     python -m bench.next_edit [--tasks FILE] [--limit N] [--modes off,auto]
-                              [--sweep] [--load] [--output FILE]
+                              [--sweep] [--load] [--rewrite] [--output FILE]
     groundspec bench --next-edit [--limit N] [--load] [--output FILE]
 
 Each task is asked once per mode, one mode right after the other, so `off` and
@@ -16,6 +16,10 @@ exactly right), precision (right proposals among all), quiet rate (no-op tasks
 with no proposal), latency p50/p95 (request to answer); and across modes: the
 rewrite's decode speedup of `auto` over `off` (median of per-task decode time
 ratios) and identity (tasks where both proposed the same edits).
+
+--rewrite turns on `nextEditRewrite`: the shipped model writes the window anew
+(decoded as a refactor is, so `auto`'s decode speedup over `off` is measured)
+besides scoring the draft.
 
 --sweep asks the server for every proposal (nextEditMinConfidence 0), reads each
 one's confidence from the server's log and reports the figures the server would
@@ -231,7 +235,7 @@ def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> lis
     return lines
 
 
-def start(sweep: bool, min_confidence: float, kv_dir: str) -> Server:
+def start(sweep: bool, min_confidence: float, kv_dir: str, rewrite: bool = False) -> Server:
     """The server, its KV slots kept in `kv_dir` (empty: no prompt of an earlier run
     is found on disk, so each task's first ask pays its prompt as a new edit does)."""
     env = dict(os.environ, GROUNDSPEC_LOG_LEVEL="INFO", GROUNDSPEC_KV_DIR=kv_dir)
@@ -241,6 +245,7 @@ def start(sweep: bool, min_confidence: float, kv_dir: str) -> Server:
         "idleWarmMs": 0,
         "workspaceIndex": False,
         "nextEditMinConfidence": 0.0 if sweep else min_confidence,
+        "nextEditRewrite": rewrite,
     }
     server.call(
         "initialize",
@@ -271,6 +276,9 @@ def main() -> None:
     parser.add_argument("--output", type=Path, help="the report, as Markdown")
     parser.add_argument("--save", type=Path, help="every answer, as JSON lines")
     parser.add_argument("--load", action="store_true", help="keep one core busy all run long")
+    parser.add_argument(
+        "--rewrite", action="store_true", help="the model writes the window too (nextEditRewrite)"
+    )
     args = parser.parse_args()
     run_bench(args)
 
@@ -282,9 +290,10 @@ def run_bench(args: argparse.Namespace) -> int:
         tasks = [tasks[int(i)] for i in args.ids.split(",")]
     modes = args.modes.split(",")
     with CpuLoad(args.load):
-        runs = play_all(tasks, modes, args.sweep, args.min_confidence)
+        runs = play_all(tasks, modes, args.sweep, args.min_confidence, args.rewrite)
     load = " with one core busy" if args.load else ""
-    head = f"bench.next_edit{load}, {time.ctime()}, load average {os.getloadavg()[0]:.1f}"
+    rewrite = ", the model rewriting" if args.rewrite else ""
+    head = f"bench.next_edit{load}{rewrite}, {time.ctime()}, load average {os.getloadavg()[0]:.1f}"
     out = [head, *report(runs, modes, args.sweep, args.min_confidence)]
     print("\n".join(out))
     if args.output:
@@ -299,10 +308,15 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def play_all(
-    tasks: list[dict[str, Any]], modes: list[str], sweep: bool, min_confidence: float
+    tasks: list[dict[str, Any]],
+    modes: list[str],
+    sweep: bool,
+    min_confidence: float,
+    rewrite: bool = False,
 ) -> list[Played]:
     with tempfile.TemporaryDirectory(prefix="groundspec-nes-kv-") as kv_dir:
-        return _play_all(start(sweep, min_confidence, kv_dir), tasks, modes, sweep)
+        server = start(sweep, min_confidence, kv_dir, rewrite)
+        return _play_all(server, tasks, modes, sweep)
 
 
 def _play_all(
@@ -338,6 +352,7 @@ def args_from(bench: argparse.Namespace) -> argparse.Namespace:
         output=bench.output,
         save=None,
         load=bench.load,
+        rewrite=False,
     )
 
 

@@ -76,6 +76,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         help="the prompt layout: qwen (the shipped model, the default), zeta2, sweep",
     )
     parser.add_argument(
+        "--rewrite",
+        action="store_true",
+        help="with the qwen format: the model also writes the window anew rather than only "
+        "scoring the draft (slower; zeta2 and sweep always rewrite)",
+    )
+    parser.add_argument(
         "--min-confidence",
         type=float,
         default=MIN_CONFIDENCE,
@@ -109,6 +115,7 @@ def run_next_edit(args: argparse.Namespace) -> int:
         speculation=args.speculation,
         prompt_format=args.format,
         min_confidence=args.min_confidence,
+        draft_only=False if args.rewrite else None,
         import_sources=git_import_sources(path),
     )
     from speculator.factory import load_engine

@@ -170,6 +170,7 @@ def request_for(
         speculation=speculation,
         prompt_format=options.next_edit_format,
         min_confidence=options.next_edit_min_confidence,
+        draft_only=False if options.next_edit_rewrite else None,
         import_sources=import_sources(documents, src, root, index),
     )
 

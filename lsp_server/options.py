@@ -187,6 +187,15 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
             "for those next-edit models' GGUFs (docs/next-edit.md)."
         ),
     ] = "qwen"
+    next_edit_rewrite: Annotated[
+        bool,
+        _help(
+            "With the qwen format: the model also writes the window anew (decoded with "
+            "grounded speculation) instead of only scoring the draft's change. For an "
+            "instruct model that can write next edits; seconds more per suggestion. The "
+            "zeta2 and sweep formats always rewrite (docs/next-edit.md).",
+        ),
+    ] = False
     next_edit_debounce_ms: Annotated[
         int,
         _help(

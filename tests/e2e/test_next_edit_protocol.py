@@ -171,3 +171,26 @@ def test_a_name_used_here_and_imported_in_another_open_file_gets_its_import(
     )
     server.notify("textDocument/didClose", {"textDocument": {"uri": LOADER_URI}})
     assert server.call("groundspec/nextEdit", params)["result"]["edits"] == []
+
+
+def test_with_next_edit_rewrite_the_model_writes_even_where_the_draft_carries_nothing(
+    server: RawServer,
+) -> None:
+    item = {"uri": URI, "languageId": "python", "version": 1, "text": CODE}
+    server.notify("textDocument/didOpen", {"textDocument": item})
+    line = CODE.splitlines().index("            continue")
+    change = {
+        "range": {"start": {"line": line, "character": 12}, "end": {"line": line, "character": 20}},
+        "text": "break",
+    }
+    server.notify(
+        "textDocument/didChange",
+        {"textDocument": {"uri": URI, "version": 2}, "contentChanges": [change]},
+    )
+    params = {"textDocument": {"uri": URI}, "position": {"line": line, "character": 17}}
+    scored_only = server.call("groundspec/nextEdit", params)["result"]
+    server.notify("workspace/didChangeConfiguration", {"settings": {"nextEditRewrite": True}})
+    rewritten = server.call("groundspec/nextEdit", params)["result"]
+    assert scored_only["edits"] == rewritten["edits"] == []
+    assert scored_only["stats"]["generatedTokens"] == 0  # the model was not asked
+    assert rewritten["stats"]["generatedTokens"] > 0  # it wrote the window: nothing changed

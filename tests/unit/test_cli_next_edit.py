@@ -56,6 +56,19 @@ def test_json_is_the_next_edit_result_from_uncommitted_changes(repo: Path) -> No
     assert "attr_name" in edit["newText"]
 
 
+def test_rewrite_has_the_model_write_the_window(tmp_path: Path) -> None:
+    earlier, path = tmp_path / "old.py", tmp_path / "new.py"
+    earlier.write_text(CODE)
+    path.write_text(CODE.replace("continue", "break"))  # carried nowhere: nothing to score
+    scored = json.loads(groundspec(str(path), "--since", str(earlier), "--json").stdout)
+    proc = groundspec(str(path), "--since", str(earlier), "--json", "--rewrite")
+    assert proc.returncode == 0, proc.stderr
+    rewritten = json.loads(proc.stdout)
+    assert scored["edits"] == rewritten["edits"] == []
+    assert scored["stats"]["generatedTokens"] == 0
+    assert rewritten["stats"]["generatedTokens"] > 0
+
+
 def test_write_applies_the_proposal_and_diff_is_printed(repo: Path) -> None:
     path = repo / "plugins.py"
     proc = groundspec(f"{path}:6:35", "--write")

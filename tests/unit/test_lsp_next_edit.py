@@ -33,3 +33,18 @@ def test_the_request_names_this_file_and_the_others_from_the_root() -> None:
     request = request_for(store, src, 1, "auto", ServerOptions(), root="/w")
     assert request.path == "pkg/a.py"
     assert [path for path, _before, _edit in request.elsewhere] == ["pkg/b.py"]
+
+
+def test_the_rewrite_option_has_the_model_write_the_window_too() -> None:
+    store = DocumentStore(100_000)
+    store.open(types.TextDocumentItem("file:///w/a.py", "python", 1, "x = 1\n"))
+    edit = types.TextDocumentContentChangePartial(
+        range=types.Range(types.Position(0, 0), types.Position(0, 1)), text="y"
+    )
+    store.change("file:///w/a.py", 2, [edit])
+    doc = store.get("file:///w/a.py")
+    src = Resolved(doc.text, doc.index, "python", "/w/a.py", doc.uri, doc.version, doc)
+    default = request_for(store, src, 1, "auto", ServerOptions(), root="/w")
+    rewriting = request_for(store, src, 1, "auto", ServerOptions(next_edit_rewrite=True))
+    assert default.draft_only is None  # as the format says: qwen only scores the draft
+    assert rewriting.draft_only is False
