@@ -186,7 +186,7 @@ def run_modes(
         report.peer = peer.rows()
     explain_divergences(engine, report)
     if traces is not None:  # "" (the flag alone): the default trace file
-        from .simulate import DEFAULT_TRACES, record_traces
+        from .sim_traces import DEFAULT_TRACES, record_traces
 
         record_traces(engine, tasks, report, Path(traces or DEFAULT_TRACES), load)
     getattr(engine, "close", lambda: None)()

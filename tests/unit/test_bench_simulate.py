@@ -11,18 +11,20 @@ import numpy as np
 import pytest
 
 from bench.report import Report, Run
-from bench.simulate import (
-    CostCurve,
-    FakeTarget,
+from bench.sim_traces import (
     TaskTrace,
     Traces,
-    VirtualClock,
-    copy_ceiling,
     curve_warnings,
-    decode_on_fake,
     load_curve,
     load_traces,
     record_traces,
+)
+from bench.simulate import (
+    CostCurve,
+    FakeTarget,
+    VirtualClock,
+    copy_ceiling,
+    decode_on_fake,
     simulate,
     summarize,
 )
