@@ -8,167 +8,29 @@ tests are deterministic and need no model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from modelled_decode import (
+    END,
+    Clock,
+    LearnsNothing,
+    ModelledTarget,
+    TruthDrafter,
+    WrongDrafter,
+    _copying_truth,
+    _curve,
+    _decode,
+    _decoder,
+)
 
-from speculator.controller import (
-    DEFAULT_COST_MS,
-    ONE_THREAD_SHAPE,
-    REFACTOR_PRIORS,
-    Controller,
-    controllers_by_kind,
-)
-from speculator.decode import (
-    Decoder,
-    StopRule,
-    repeating_tail,
-    unfinished_refactor,
-)
+from speculator.controller import ONE_THREAD_SHAPE, Controller, controllers_by_kind
+from speculator.decode import Decoder
 from speculator.drafters import Draft, DraftModelDrafter
 from speculator.lookup import PromptLookupDrafter
 from speculator.loss_guard import LossGuard, allowance_for
-from speculator.outcome import DecodeOutcome, StopReason
 from speculator.sampling import SamplingParams, next_token
-
-VOCAB = 64
-END = 0
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class ModelledTarget:
-    """A target session whose next token after prompt + output[:i] is truth[i]."""
-
-    def __init__(
-        self,
-        prompt: list[int],
-        truth: list[int],
-        clock: Clock,
-        load: float = 1.0,
-        n_ctx: int = 4096,
-        curve: Callable[[int], float] | None = None,
-        replay_discount: float = 1.0,
-        threads: int = 2,
-    ):
-        self.prompt_len = len(prompt)
-        self.threads = threads
-        self.curve = curve or _curve
-        # A GPU build replays a batch shaped like the two before it as a CUDA
-        # graph: it costs this share of the curve (1.0: a CPU, no such thing).
-        self.replay_discount = replay_discount
-        self.cells = list(prompt)
-        self.truth = truth
-        self.clock = clock
-        self.load = load
-        self.n_ctx = n_ctx
-        self.batches: list[int] = []
-
-    def first_logits(self) -> np.ndarray:
-        return self._row(0)
-
-    def _row(self, generated: int) -> np.ndarray:
-        row = np.zeros(VOCAB, dtype=np.float32)
-        row[self.truth[generated] if generated < len(self.truth) else END] = 1.0
-        return row
-
-    def room(self) -> int:
-        return self.n_ctx - 1 - len(self.cells)
-
-    def append(self, tokens: Sequence[int]) -> np.ndarray:
-        rows = len(tokens)
-        replayed = self.batches[-2:] == [rows, rows]
-        self.batches.append(rows)
-        discount = self.replay_discount if replayed else 1.0
-        self.clock.now += self.curve(rows) * self.load * discount / 1000
-        start = len(self.cells) - self.prompt_len
-        self.cells.extend(tokens)
-        return np.stack([self._row(start + i + 1) for i in range(rows)])
-
-    def trim(self, n: int) -> None:
-        del self.cells[n:]
-
-
-def _curve(rows: int) -> float:
-    sizes = sorted(DEFAULT_COST_MS)
-    nearest = min(sizes, key=lambda s: abs(s - rows))
-    return DEFAULT_COST_MS[nearest] * rows / nearest if rows > 65 else DEFAULT_COST_MS[nearest]
-
-
-class LearnsNothing:
-    """A lookup drafter's hooks, for test drafters that learn nothing from them."""
-
-    name = "lookup"
-
-    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
-        pass
-
-    def declined(self, draft: Draft) -> None:
-        pass
-
-    def copy_ahead(self, history: Sequence[int]) -> int | None:
-        return None
-
-
-class WrongDrafter(LearnsNothing):
-    """Proposes k confident-looking tokens that are always wrong."""
-
-    def propose(self, history: Sequence[int], k: int) -> Draft | None:
-        return Draft([63] * k, self.name, "lookup:aligned")
-
-
-def _decode(
-    truth: list[int],
-    drafters: list,
-    load: float = 1.0,
-    controller: Controller | None = None,
-    target: ModelledTarget | None = None,
-    expected_tokens: int | None = None,
-    token_bytes: Callable[[int], bytes] = lambda t: b" t%d" % t,
-    allowance: float = LossGuard.ALLOWANCE,
-) -> tuple[list[int], float, ModelledTarget]:
-    """Decode `truth`; the caller expects `expected_tokens` (default: all of it)."""
-    clock = Clock()
-    prompt = [5, 6, 7, 8]
-    if target is None:
-        target = ModelledTarget(prompt, truth, clock, load)
-    else:
-        target.clock = clock
-    decoder = Decoder(
-        target,  # type: ignore[arg-type]
-        token_bytes=token_bytes,
-        is_end=lambda t: t == END,
-        controller=controller or Controller(priors=REFACTOR_PRIORS, max_draft=64),
-        drafters=drafters,
-        params=SamplingParams(),
-        clock=clock,
-        allowance=allowance,
-    )
-    expected = len(truth) if expected_tokens is None else expected_tokens
-    out = decoder.run(target.first_logits(), len(truth) + 8, expected_tokens=expected)
-    return out.tokens, clock.now * 1000, target
-
-
-class TruthDrafter(LearnsNothing):
-    """Drafts the true next tokens, at most `longest`: always right."""
-
-    def __init__(self, truth: list[int], prompt_len: int, longest: int, bucket: str):
-        self.truth = truth
-        self.prompt_len = prompt_len
-        self.longest = longest
-        self.bucket = bucket
-
-    def propose(self, history: Sequence[int], k: int) -> Draft | None:
-        done = len(history) - self.prompt_len
-        coming = self.truth[done : done + min(k, self.longest)]
-        return Draft(coming, self.name, self.bucket) if coming else None
 
 
 def _one_thread_curve(rows: int) -> float:
@@ -193,12 +55,6 @@ def test_short_drafts_are_priced_by_the_thread_count_of_the_last_step(threads: i
         assert set(target.batches) == {1}
     else:  # drafted, and accepted: fewer rounds than tokens
         assert max(target.batches) == 4 and len(target.batches) < len(truth) / 2
-
-
-def _copying_truth(n: int = 300) -> tuple[list[int], list[int]]:
-    rng = np.random.default_rng(1)
-    source = [int(t) for t in rng.integers(1, 60, size=n)]
-    return source, source + [END]
 
 
 def test_speculation_is_exact_and_faster_when_drafts_are_right() -> None:
@@ -457,158 +313,6 @@ def test_the_cost_of_looking_for_drafts_counts_as_a_loss() -> None:
     assert clock.now * 1000 <= plain_ms * (1 + LossGuard.ALLOWANCE) + 2 * look_ms + 2 * _curve(1)
 
 
-def test_guard_budget_follows_what_drafting_earned() -> None:
-    guard = LossGuard(t1_estimate_ms=30.0, t1_measured=False)
-    guard.observe_plain(40.0)  # measured now: the machine is busier than the table says
-    assert guard.t1 == 40.0
-    start = guard.budget_ms()
-    guard.observe_draft_round(ms=100.0, emitted=10)  # 10 tokens for 2.5 steps: earned
-    assert guard.budget_ms() > start + 250
-    guard.observe_draft_round(ms=800.0, emitted=1)  # a long draft, all rejected: lost
-    assert guard.budget_ms() < start
-
-
-def test_guard_probes_plain_rounds_to_measure_the_load() -> None:
-    first = LossGuard(t1_estimate_ms=30.0)  # no steady round seen yet: plain until two
-    for _ in range(LossGuard.STEADY_AFTER + 1):
-        assert first.must_probe()
-        first.observe_plain(30.0)
-    assert not first.must_probe()
-    guard = LossGuard(t1_estimate_ms=30.0, steady_samples=[1.0] * LossGuard.SAMPLES)
-    rounds = 0
-    while not guard.must_probe():
-        guard.observe_draft_round(ms=30.0, emitted=2)
-        rounds += 1
-    assert rounds == LossGuard.FIRST_PROBE
-    guard.observe_plain(31.0)
-    assert not guard.must_probe()
-    guessed = LossGuard(
-        t1_estimate_ms=33.0, steady_samples=[1.0] * LossGuard.SAMPLES, t1_measured=False
-    )
-    assert guessed.must_probe()  # a table's t1: measure it before any draft is sized by it
-    guessed.observe_plain(45.0)
-    assert not guessed.must_probe()
-    assert guessed.t1 == 45.0
-    # Fewer ratio samples than SAMPLES: a probe runs on until it has sampled two more.
-    sampling = LossGuard(t1_estimate_ms=4.0, steady_samples=[0.5, 0.5])
-    sampling.observe_draft_round(ms=5.0, emitted=2)
-    probe_run = 0
-    while sampling.must_probe() or probe_run == 0:
-        sampling.observe_plain(4.0 if probe_run < LossGuard.STEADY_AFTER - 1 else 2.0)
-        probe_run += 1
-    assert probe_run == LossGuard.STEADY_AFTER + 1
-    assert list(sampling.steady_samples) == [0.5] * 4
-
-
-@pytest.mark.parametrize("cpu_only, plain_first", [(True, 1), (False, LossGuard.STEADY_AFTER + 1)])
-def test_a_new_sessions_first_request_drafts_after_one_plain_round_on_a_cpu(
-    cpu_only: bool, plain_first: int
-) -> None:
-    """A CPU replays no graphs, so its steady ratio is known (1) and the first
-    request only measures t1, in one plain round; elsewhere it learns the
-    ratio from the two steady rounds after STEADY_AFTER - 1 cold ones first."""
-    copy, truth = _copying_truth()
-    source = [7, 8, *copy]  # the prompt's end and what follows it: a match from the first token
-    controller = controllers_by_kind(cpu_only)["refactor"]
-    spec, _, target = _decode(truth, [PromptLookupDrafter([source])], controller=controller)
-    assert spec == truth[:-1]
-    assert target.batches[:plain_first] == [1] * plain_first
-    assert target.batches[plain_first] > 1
-    _, _, again = _decode(truth, [PromptLookupDrafter([source])], controller=controller)
-    assert again.batches[0] > 1  # t1 was measured here before: the next request drafts at once
-
-
-def test_guard_learns_steady_plain_rounds_and_charges_the_cold_ones_after_a_draft() -> None:
-    guard = LossGuard(t1_estimate_ms=4.0)
-    for ms in (4.0, 4.0, 2.0, 2.0):  # after the prompt: two cold rounds, then steady
-        guard.observe_plain(ms)
-    assert guard.steady_ratio == 0.5
-    assert guard.plain_ms == 2.0
-    assert guard.earned_ms == 0.0  # the prompt's shape change is plain decoding's too
-    guard.observe_draft_round(ms=5.0, emitted=2)
-    assert guard.earned_ms == pytest.approx(2 * 2.0 - 5.0)
-    guard.observe_plain(4.0)  # the draft broke the run: this round is cold
-    assert guard.earned_ms == pytest.approx(2 * 2.0 - 5.0 - 2.0)
-    assert guard.steady_ratio == 0.5
-
-
-def test_guard_follows_the_load_with_a_learned_ratio_and_ignores_a_cpus_noise() -> None:
-    gpu = LossGuard(t1_estimate_ms=4.0, steady_samples=[0.5])  # learned in an earlier request
-    gpu.observe_plain(8.0)  # one late round is not a busier machine
-    assert gpu.plain_ms == 2.0
-    for _ in range(LossGuard.SAMPLES - 1):  # cold rounds twice as long, round after round
-        gpu.observe_plain(8.0)
-    assert gpu.plain_ms == 4.0  # not the earlier request's steady 2.0
-    cpu = LossGuard(t1_estimate_ms=30.0)
-    for ms in (30.0, 31.0, 27.0):  # a steady round 10% faster: noise, not graph replay
-        cpu.observe_plain(ms)
-    assert cpu.steady_ratio is not None and cpu.steady_ratio < 1.0
-    assert cpu.plain_ms == cpu.t1
-    cpu.observe_draft_round(ms=60.0, emitted=3)
-    before = cpu.earned_ms
-    cpu.observe_plain(35.0)  # cold after a draft, but a CPU has no cold rounds
-    assert cpu.earned_ms == before
-
-
-def test_a_busy_cpu_prices_plain_rounds_by_their_median_a_gpu_by_the_least() -> None:
-    # Under a busy core a CPU's rounds, plain and drafting alike, wait now and then:
-    # the luckiest plain round would make every draft round look like a loss.
-    rounds = (50.0, 36.0, 52.0, 49.0, 51.0)
-    cpu = LossGuard(t1_estimate_ms=50.0, steady_samples=None)
-    gpu = LossGuard(t1_estimate_ms=50.0, steady_samples=[1.0] * LossGuard.SAMPLES)
-    for ms in rounds:
-        cpu.observe_plain(ms)
-        gpu.observe_plain(ms)
-    assert cpu.plain_ms == 50.0
-    assert gpu.plain_ms == 36.0
-    cpu.observe_draft_round(ms=100.0, emitted=3)  # a 3-token round at two steps' price
-    assert cpu.earned_ms == pytest.approx(3 * 50.0 - 100.0)
-    for ms in (80.0, 80.0, 80.0):  # the load doubles: t1 follows within three rounds
-        cpu.observe_plain(ms)
-    assert cpu.plain_ms == 80.0
-
-
-def test_a_full_context_keeps_what_was_generated() -> None:
-    clock = Clock()
-    truth = list(range(1, 60))
-    target = ModelledTarget([5, 6, 7, 8], truth, clock, n_ctx=20)
-    decoder = Decoder(
-        target,  # type: ignore[arg-type]
-        token_bytes=lambda t: b" t%d" % t,
-        is_end=lambda t: t == END,
-        controller=Controller(),
-        drafters=[PromptLookupDrafter([truth])],
-        params=SamplingParams(),
-        clock=clock,
-    )
-    out = decoder.run(target.first_logits(), max_tokens=100)
-    assert out.stop is StopReason.CONTEXT_FULL
-    assert out.tokens == truth[: len(out.tokens)]
-    assert len(out.tokens) == 20 - 1 - 4 + 1  # every cell used, plus the last emitted token
-
-
-def test_a_repeating_tail_is_a_loop() -> None:
-    assert repeating_tail([1, 2, 3] * 40)
-    assert repeating_tail(list(range(10)) + [7] * 100)
-    assert not repeating_tail([1, 2, 3] * 10)  # too short to call it a loop
-    rng = np.random.default_rng(3)
-    assert not repeating_tail([int(t) for t in rng.integers(0, 50, size=400)])
-
-
-def test_repeating_what_the_prompt_repeats_is_not_a_loop() -> None:
-    table = [1, 2, 3, 4, 5, 6] * 40  # e.g. a table of similar lines being rewritten
-    assert repeating_tail(table)
-    assert not repeating_tail(table, prompt=[0, 0] + table[:60])
-
-
-def test_a_looping_generation_stops_the_same_with_and_without_drafts() -> None:
-    truth = [9, 10, 11, 12] * 100
-    plain, _, _ = _decode(truth, [])
-    spec, _, _ = _decode(truth, [PromptLookupDrafter([truth[:40]])])
-    assert spec == plain
-    assert len(plain) < 200
-
-
 class _DraftSession:
     def __init__(self, cells: list[int]):
         self.cells = cells
@@ -623,153 +327,6 @@ def test_the_draft_model_never_catches_up_on_a_whole_prompt() -> None:
     assert in_step.usable
     asked = DraftModelDrafter(_DraftSession([]), prompt)  # type: ignore[arg-type]
     assert asked.usable  # the user chose `draft`: it may catch up
-
-
-def _timed_decoder(
-    truth: list[int], max_ms: float = 0.0, deadline_ms: float = 0.0
-) -> tuple[Decoder, ModelledTarget]:
-    clock = Clock()
-    target = ModelledTarget([5, 6, 7, 8], truth, clock)
-    decoder = Decoder(
-        target,  # type: ignore[arg-type]
-        # token 9 is a new line; every token costs one modelled step (~20-30 ms)
-        token_bytes=lambda t: b"\n" if t == 9 else b" t%d" % t,
-        is_end=lambda t: t == END,
-        controller=Controller(),
-        drafters=[],
-        params=SamplingParams(),
-        clock=clock,
-        max_ms=max_ms,
-        deadline_ms=deadline_ms,
-    )
-    return decoder, target
-
-
-def test_the_time_limit_stops_at_the_first_new_line_after_it() -> None:
-    # t_max_predict_ms as llama-server applies it: past the limit, the next new
-    # line (kept) ends the generation; before the limit a new line does not.
-    truth = [1, 9, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 9, 12, END]
-    decoder, target = _timed_decoder(truth, max_ms=3 * _curve(1))
-    out = decoder.run(target.first_logits(), max_tokens=64)
-    assert out.timed_out
-    assert out.tokens == truth[:10]  # through the second new line, the first after the limit
-    assert target.cells[4:] == out.tokens[:-1]  # as at any stop: the last one is not in the KV
-
-
-def test_without_a_new_line_the_time_limit_never_stops() -> None:
-    truth = [1, 2, 3, 4, 5, 6, 7, 8, END]
-    decoder, target = _timed_decoder(truth, max_ms=1.0)
-    out = decoder.run(target.first_logits(), max_tokens=64)
-    assert not out.timed_out and out.tokens == truth[:-1]
-
-
-def test_the_deadline_stops_mid_line_before_a_round_that_would_end_past_it() -> None:
-    truth = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, END]
-    deadline = 3.5 * _curve(1)
-    decoder, target = _timed_decoder(truth, deadline_ms=deadline)
-    started = target.clock()
-    out = decoder.run(target.first_logits(), max_tokens=64)
-    assert out.timed_out and out.cut_short
-    # the first token is free (the prompt's logits); each next one costs a step
-    assert out.tokens == truth[:4]
-    assert (target.clock() - started) * 1000 <= deadline
-
-
-def test_a_drafted_round_that_would_end_past_the_deadline_is_not_started() -> None:
-    """A plain round prices the next one at a step; a right draft makes it a batch
-    of many steps (16 rows, 5.7 steps past a deadline, before the fix). Within the
-    deadline a draft is verified shorter, or not at all."""
-    truth = list(range(10, 60)) * 3 + [END]
-    drafted = 0
-    for tenths in range(20, 600, 5):  # deadlines of 2 to 60 steps
-        controller = Controller(priors=REFACTOR_PRIORS, max_draft=64)
-        clock = Clock()
-        deadline = tenths / 10 * controller.cost(1)
-        right = TruthDrafter(truth, prompt_len=4, longest=48, bucket="lookup:aligned")
-        decoder, target = _decoder(
-            truth, [right], controller, clock, curve=controller.cost, deadline_ms=deadline
-        )
-        out = decoder.run(target.first_logits(), max_tokens=160, expected_tokens=150)
-        assert out.cut_short and out.tokens == truth[: len(out.tokens)]
-        assert clock.now * 1000 <= deadline + 1e-6, (tenths, target.batches)
-        drafted += max(target.batches) > 1
-    assert drafted > 100  # drafts still run where they fit
-
-
-def test_a_deadline_shorter_than_one_round_leaves_the_first_line_to_the_time_limit() -> None:
-    # A cold prompt spent the deadline: a token alone is not worth showing.
-    truth = [1, 2, 9, 3, 4, END]
-    decoder, target = _timed_decoder(truth, max_ms=0.001, deadline_ms=0.001)
-    out = decoder.run(target.first_logits(), max_tokens=64)
-    assert out.timed_out and not out.cut_short
-    assert out.tokens == truth[:3]  # the first line, through its new line
-
-
-def test_without_a_deadline_a_long_line_runs_to_its_end() -> None:
-    truth = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, END]
-    decoder, target = _timed_decoder(truth)
-    out = decoder.run(target.first_logits(), max_tokens=64)
-    assert not out.cut_short and out.tokens == truth[:-1]
-
-
-def _decoder(
-    truth: list[int],
-    drafters: list,
-    controller: Controller | None = None,
-    clock: Clock | None = None,
-    curve: Callable[[int], float] | None = None,
-    deadline_ms: float = 0.0,
-) -> tuple[Decoder, ModelledTarget]:
-    """A decoder over a modelled target whose greedy output is `truth`."""
-    clock = clock or Clock()
-    target = ModelledTarget([5, 6, 7, 8], truth, clock, curve=curve)
-    decoder = Decoder(
-        target,  # type: ignore[arg-type]
-        token_bytes=lambda t: b" t%d" % t,
-        is_end=lambda t: t == END,
-        controller=controller or Controller(priors=REFACTOR_PRIORS, max_draft=64),
-        drafters=drafters,
-        params=SamplingParams(),
-        clock=clock,
-        deadline_ms=deadline_ms,
-    )
-    return decoder, target
-
-
-def _generate(
-    truth: list[int], drafters: list, max_tokens: int, stop: StopRule | None = None
-) -> DecodeOutcome:
-    decoder, target = _decoder(truth, drafters)
-    return decoder.run(target.first_logits(), max_tokens, stop)
-
-
-@pytest.mark.parametrize("drafting", [False, True])
-def test_only_an_end_token_or_the_stop_rule_finishes_a_generation(drafting: bool) -> None:
-    """A refactor applies its output only when the model finished it
-    (drafted, the end token arrives inside an accepted draft)."""
-    _, truth = _copying_truth(80)
-
-    def drafters() -> list:
-        return [PromptLookupDrafter([truth])] if drafting else []
-
-    def tenth_token(text: str) -> int | None:
-        return len(text) if text.count(" t") >= 10 else None
-
-    ended = _generate(truth, drafters(), 200)
-    assert ended.finished and ended.tokens == truth[:-1]
-    assert _generate(truth, drafters(), 200, tenth_token).finished
-    assert not _generate(truth, drafters(), 40).finished  # the token limit
-    looping = _generate([1, 2, 3] * 80 + [END], drafters(), 400)
-    assert looping.stop is StopReason.LOOPED and not looping.finished
-
-
-def test_an_unfinished_refactor_says_why() -> None:
-    outcome = DecodeOutcome()
-    assert "limit of 300 tokens: raise maxTokens" in unfinished_refactor(outcome, 300, 200)
-    assert "ran past 512 tokens for a 256-token selection" in unfinished_refactor(outcome, 512, 256)
-    outcome.stop = StopReason.LOOPED
-    message = unfinished_refactor(outcome, 512, 256)
-    assert "repeating itself" in message and message.endswith("the selection is unchanged")
 
 
 def test_a_negative_seed_is_random_and_a_tiny_temperature_is_greedy() -> None:
