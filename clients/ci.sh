@@ -5,7 +5,7 @@
 #   tsc (type check, unit tests into out/) + esbuild (one bundled dist/extension.js),
 #   node --test, then vsce packages clients/vscode/groundspec-VERSION.vsix and its size
 #   is printed and checked (no node_modules inside, under 1 MiB).
-# The Neovim plugin and the Python client are tested by pytest: tests/e2e/test_nvim.py,
+# The Neovim plugin and the Python client are tested by pytest: tests/e2e/test_nvim*.py,
 # tests/clients/, tests/unit/test_python_client*.py; the built extension in code-server by
 # tests/e2e/test_vscode*.py.
 set -euo pipefail

@@ -1,6 +1,6 @@
 -- Drives a headless Neovim through a test scenario, one step at a time, so
 -- that the main loop (typing, insert-mode autocommands, LSP messages) runs
--- between steps. Started by tests/e2e/test_nvim.py:
+-- between steps. Started by run_nvim in tests/e2e/nvim_helpers.py:
 --   nvim --headless -u NONE --clean --cmd "set rtp^=clients/nvim" -c "luafile nvim_harness.lua"
 -- with GS_SCENARIO (a Lua file returning function(H)) and GS_RESULT (where the
 -- JSON result goes). The scenario stores what it saw in H.out; the Python test

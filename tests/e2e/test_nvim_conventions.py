@@ -1,7 +1,7 @@
 """The Neovim plugin follows its ecosystem's conventions (issue 62): help file,
 keys that collide with nothing, manual mode, the popup menu, filetypes, one
 server across roots, vim.lsp.config, no duplicate completion items, Neovim
-0.12's built-in inline completion. Headless Neovim, fake engine (test_nvim.py).
+0.12's built-in inline completion. Headless Neovim, fake engine (nvim_helpers.py).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .test_nvim import PLUGIN, TYPE_RETURN, pytestmark, run_nvim
+from .nvim_helpers import PLUGIN, TYPE_RETURN, pytestmark, run_nvim
 
 __all__ = ["pytestmark"]  # the skip marks (no nvim, no server) apply here too
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .test_nvim import pytestmark, run_nvim
+from .nvim_helpers import pytestmark, run_nvim
 
 __all__ = ["pytestmark"]  # the skip marks (no nvim, no server) apply here too
 

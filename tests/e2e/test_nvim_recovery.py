@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .test_nvim import pytestmark, run_nvim  # noqa: F401  (the nvim/groundspec skips)
+from .nvim_helpers import pytestmark, run_nvim  # noqa: F401  (the nvim/groundspec skips)
 
 KILL_AND_TYPE = """
 H.setup()
