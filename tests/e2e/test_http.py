@@ -1,21 +1,23 @@
-"""`groundspec serve --http` over real HTTP, with requests shaped as llama.vim,
-llama.vscode and the OpenAI Python client send them (fake engine)."""
+"""`groundspec serve --http` over real HTTP, with requests shaped as llama.vim and
+llama.vscode send them, chats, engine slots and concurrency (fake engine). The
+OpenAI Python client: test_http_openai.py; bad input: test_http_bad_input.py."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
-import openai
 import pytest
-import pytest_asyncio
 
 from .conftest import FAKE_TEXT
+from .http_fixtures import LLAMA_VSCODE_FIM, ORIGINAL, http, post, server
 from .http_helpers import Served, serve_http
+
+__all__ = ["http", "server"]  # the fixtures: the module's server, a client session
+
 
 # What llama.vim's llama#fim() sends (autoload/llama.vim), cursor after "    ret".
 LLAMA_VIM_FIM: dict[str, Any] = {
@@ -68,28 +70,13 @@ LLAMA_VIM_RING: dict[str, Any] = {
     "t_max_predict_ms": 1,
     "response_fields": [""],
 }
-# llama.vscode's getFIMCompletion (src/llama-server.ts createRequestPayload).
-LLAMA_VSCODE_FIM: dict[str, Any] = {
-    "input_prefix": "function add(a, b) {\n",
-    "input_suffix": "\n}\n",
-    "input_extra": [{"text": "const x = 1;\n", "filename": "x.js"}],
-    "prompt": "  return",
-    "n_predict": 6,
-    "top_k": 40,
-    "top_p": 0.99,
-    "stream": False,
-    "samplers": ["top_k", "top_p", "infill"],
-    "cache_prompt": True,
-    "n_indent": 2,
-    "t_max_prompt_ms": 500,
-    "t_max_predict_ms": 2500,
-}
+
+
 VSCODE_EDIT_PROMPT = (
     "Modify the following original code according to the instructions. Output only the "
     "modified code. No explanations.\n\ninstructions:\n{instructions}\n\noriginal code:\n"
     "{original}\n\nmodified code:"
 )
-ORIGINAL = "def f(x):\n    return x * 2\n"
 
 
 def llama_vscode_edit(instructions: str, original: str) -> dict[str, Any]:
@@ -118,27 +105,6 @@ def llama_vscode_edit(instructions: str, original: str) -> dict[str, Any]:
 
 # One server for the module, on the module's event loop.
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server() -> AsyncIterator[Served]:
-    async with serve_http() as served:
-        yield served
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
-
-
-async def post(
-    http: aiohttp.ClientSession, url: str, body: Any, *, raw: bytes | None = None
-) -> tuple[int, bytes]:
-    data = raw if raw is not None else json.dumps(body).encode()
-    headers = {"Content-Type": "application/json"}
-    async with http.post(url, data=data, headers=headers) as response:
-        return response.status, await response.read()
 
 
 async def test_health_has_llama_servers_bytes(server: Served, http: aiohttp.ClientSession) -> None:
@@ -338,213 +304,6 @@ async def test_a_plain_chat_streams_its_tokens(server: Served, http: aiohttp.Cli
     assert deltas[0] == {"role": "assistant", "content": None}
     assert "".join(d.get("content") or "" for d in deltas) == FAKE_TEXT
     assert events[-1]["choices"][0]["finish_reason"] == "stop" and raw.rstrip().endswith("[DONE]")
-
-
-# -- the OpenAI Python client -----------------------------------------------------------
-
-
-@pytest.fixture
-def client(server: Served) -> openai.AsyncOpenAI:
-    return openai.AsyncOpenAI(base_url=server.url + "/v1", api_key="unused", max_retries=0)
-
-
-async def test_openai_completion_with_suffix_is_fim(client: openai.AsyncOpenAI) -> None:
-    result = await client.completions.create(
-        model="groundspec", prompt="def f():\n    return ", suffix="\n", max_tokens=5
-    )
-    assert [c.text for c in result.choices] == [FAKE_TEXT[:5]]
-    assert result.choices[0].finish_reason == "length"
-    assert result.usage is not None and result.usage.completion_tokens == 5
-    assert result.usage.total_tokens == result.usage.prompt_tokens + 5
-
-
-async def test_openai_completion_of_zero_tokens_predicts_nothing(
-    client: openai.AsyncOpenAI,
-) -> None:
-    """max_tokens 0 with echo asks for the prompt alone (as /infill's n_predict 0)."""
-    result = await client.completions.create(
-        model="groundspec", prompt="x = ", max_tokens=0, echo=True
-    )
-    assert [(c.text, c.finish_reason) for c in result.choices] == [("x = ", "length")]
-    assert result.usage is not None and result.usage.completion_tokens == 0
-    stream = await client.completions.create(
-        model="groundspec", prompt="x = ", max_tokens=0, stream=True
-    )
-    chunks = [chunk async for chunk in stream]
-    assert "".join(c.text for chunk in chunks for c in chunk.choices) == ""
-    assert chunks[-1].choices[0].finish_reason == "length"
-
-
-async def test_openai_completion_n_and_several_prompts(client: openai.AsyncOpenAI) -> None:
-    result = await client.completions.create(
-        model="groundspec", prompt=["a = ", "b = "], max_tokens=64, n=2
-    )
-    assert [c.index for c in result.choices] == [0, 1, 2, 3]
-    assert {c.text for c in result.choices} == {FAKE_TEXT}
-    assert {c.finish_reason for c in result.choices} == {"stop"}
-
-
-async def test_openai_completion_streams(client: openai.AsyncOpenAI) -> None:
-    stream = await client.completions.create(
-        model="groundspec",
-        prompt="x = ",
-        max_tokens=64,
-        stream=True,
-        stream_options={"include_usage": True},
-    )
-    chunks = [chunk async for chunk in stream]
-    assert "".join(c.text for chunk in chunks for c in chunk.choices) == FAKE_TEXT
-    assert len(chunks) > 4  # streamed in pieces
-    assert chunks[-2].choices[0].finish_reason == "stop"
-    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens == len(FAKE_TEXT)
-
-
-async def test_openai_models_lists_one_model(client: openai.AsyncOpenAI) -> None:
-    models = [m async for m in client.models.list()]
-    assert [m.id for m in models] == ["groundspec"]
-
-
-async def test_openai_chat_edit_of_a_fenced_selection(client: openai.AsyncOpenAI) -> None:
-    result = await client.chat.completions.create(
-        model="groundspec",
-        messages=[{"role": "user", "content": f"Rename x to y\n```python\n{ORIGINAL}```"}],
-    )
-    assert result.choices[0].message.content == "# Rename x to y\n" + ORIGINAL
-
-
-async def test_openai_chat_edit_streams(client: openai.AsyncOpenAI) -> None:
-    stream = await client.chat.completions.create(
-        model="groundspec",
-        messages=[{"role": "user", "content": f"Rename x\n```\n{ORIGINAL}```"}],
-        stream=True,
-    )
-    text = "".join([c.choices[0].delta.content or "" async for c in stream if c.choices])
-    assert text == "# Rename x\n" + ORIGINAL
-
-
-async def test_openai_client_sees_a_bad_request_error(client: openai.AsyncOpenAI) -> None:
-    with pytest.raises(openai.BadRequestError) as error:
-        await client.completions.create(model="groundspec", prompt="x", max_tokens=5, n=50)
-    assert "n" in str(error.value)
-
-
-# -- bad input ----------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    "path, raw, needle",
-    [
-        ("/infill", b'{"input_prefix": "def f(', "not valid JSON"),
-        ("/infill", b'{"input_prefix": 5}', "$.input_prefix"),
-        ("/infill", b'{"n_predict": "many"}', "$.n_predict"),
-        ("/infill", b'{"input_extra": [{"text": 1}]}', "$.input_extra[0].text"),
-        ("/infill", b"[1, 2]", "JSON object"),
-        ("/infill", b"\xff\xfe{}", "not valid UTF-8"),
-        ("/infill", b'{"input_prefix": "caf\xe9"}', "not valid UTF-8"),
-        ("/completion", b"{}", "prompt"),
-        ("/completion", b'{"prompt": "x", "temperature": -1}', "$.temperature"),
-        ("/v1/completions", b'{"prompt": 3}', '"prompt" must be a string'),
-        ("/v1/completions", b'{"prompt": []}', "prompt is empty"),
-        ("/v1/chat/completions", b'{"messages": []}', "$.messages"),
-        ("/v1/chat/completions", b'{"messages": [{"content": "x"}]}', "role"),
-    ],
-)
-async def test_bad_input_gets_a_400_with_a_clear_message(
-    server: Served, http: aiohttp.ClientSession, path: str, raw: bytes, needle: str
-) -> None:
-    status, body = await post(http, server.url + path, None, raw=raw)
-    assert status == 400
-    error = json.loads(body)["error"]
-    assert error["code"] == 400 and error["type"] == "invalid_request_error"
-    assert needle in error["message"]
-
-
-async def test_a_body_that_does_not_decompress_is_a_400(
-    server: Served, http: aiohttp.ClientSession
-) -> None:
-    headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
-    for path in ("/infill", "/completion", "/v1/completions"):
-        async with http.post(server.url + path, data=b"hello", headers=headers) as response:
-            assert response.status == 400, path
-            assert "cannot read the request body" in (await response.json())["error"]["message"]
-
-
-async def test_nothing_to_predict_streams_when_asked(
-    server: Served, http: aiohttp.ClientSession
-) -> None:
-    for path in ("/infill", "/completion"):
-        body = {"input_prefix": "x = ", "prompt": "", "n_predict": 0, "stream": True}
-        async with http.post(server.url + path, json=body) as response:
-            assert response.headers["Content-Type"].startswith("text/event-stream"), path
-            text = await response.text()
-        events = [json.loads(line[6:]) for line in text.split("\n\n") if line]
-        assert [(e["content"], e["stop"]) for e in events] == [("", True)], path
-
-
-async def test_huge_body_is_refused_with_413(server: Served, http: aiohttp.ClientSession) -> None:
-    huge = json.dumps({"input_prefix": "x" * (9 * 1024 * 1024)}).encode()
-    status, body = await post(http, server.url + "/infill", None, raw=huge)
-    assert status == 413
-    assert "too large" in json.loads(body)["error"]["message"]
-
-
-TOO_LONG = "x" * 2_000_001  # over maxDocumentChars (2,000,000), under the 8 MiB body limit
-
-
-@pytest.mark.parametrize("stream", [False, True])
-@pytest.mark.parametrize(
-    "path, body",
-    [
-        ("/infill", {"input_prefix": "a = 1\x00\n", "n_predict": 8}),
-        ("/infill", {"input_prefix": TOO_LONG, "n_predict": 8}),
-        ("/infill", {"input_prefix": "a = 1\x00\n", "n_predict": 0}),
-        ("/completion", {"prompt": TOO_LONG, "n_predict": 0}),
-        ("/completion", {"prompt": "a = 1\x00\n"}),
-        ("/completion", {"prompt": TOO_LONG}),
-        ("/v1/completions", {"prompt": ["ok", "a = 1\x00\n"]}),
-        ("/v1/completions", {"prompt": "a = 1", "suffix": TOO_LONG}),
-        (
-            "/v1/chat/completions",
-            {"messages": [{"role": "user", "content": "Fix\n```\n\x00\n```"}]},
-        ),
-        (
-            "/v1/chat/completions",
-            {"messages": [{"role": "user", "content": f"Fix\n```\n{TOO_LONG}\n```"}]},
-        ),
-    ],
-)
-async def test_binary_or_huge_text_is_refused_with_a_400_as_json_rpc_does(
-    server: Served, http: aiohttp.ClientSession, path: str, body: dict[str, Any], stream: bool
-) -> None:
-    """groundspec/complete refuses text with NUL bytes or over maxDocumentChars; HTTP
-    took it (a streamed request got a 200 and, from a real engine, an error event)."""
-    status, raw = await post(http, server.url + path, body | {"stream": stream})
-    assert status == 400, raw[:200]
-    error = json.loads(raw)["error"]
-    assert error["code"] == 400 and error["type"] == "invalid_request_error"
-    assert "binary" in error["message"] or "too large" in error["message"]
-
-
-async def test_unknown_path_and_method(server: Served, http: aiohttp.ClientSession) -> None:
-    async with http.get(server.url + "/nope") as response:
-        assert response.status == 404
-        assert (await response.json())["error"]["type"] == "not_found_error"
-    async with http.get(server.url + "/infill") as response:
-        assert response.status == 405
-        assert (await response.json())["error"]["code"] == 405
-
-
-async def test_server_survives_a_barrage_of_bad_requests(
-    server: Served, http: aiohttp.ClientSession
-) -> None:
-    bad = [b"", b"{", b"\x00\x01", b'{"prompt": "\\ud800"}', b'{"input_extra": 7}', b"null"]
-    for raw in bad * 5:
-        status, _ = await post(http, server.url + "/infill", None, raw=raw)
-        assert 400 <= status < 500
-    status, raw = await post(http, server.url + "/infill", LLAMA_VSCODE_FIM)
-    assert status == 200 and json.loads(raw)["content"] == FAKE_TEXT[:6]
-    assert server.process.returncode is None
-    assert b"Traceback" not in b"".join(server.log)
 
 
 # -- concurrency ----------------------------------------------------------------------------
