@@ -3,6 +3,9 @@
 Covers what a real server cannot be made to do on demand: error texts, being
 down and coming back, "loading" answers, slot pinning, a stream we stop early,
 and a cancelled request closing its connection.
+
+Deadlines ending a stream: test_remote_deadlines.py; choosing the backend, and
+the CLI through it: test_remote_cli.py; the fake server: remote_fake.py.
 """
 
 from __future__ import annotations
@@ -10,12 +13,8 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import msgspec
@@ -24,11 +23,9 @@ from contract import STATS_KEYS
 from scripted_model import scripted_generator
 
 from speculator.backends import load_remote
-from speculator.backends.llama_server import LlamaServerEngine
 from speculator.backends.openai import OpenAIEngine
 from speculator.config import Backend, EngineConfig
 from speculator.edits import EditHistory
-from speculator.factory import load_engine
 from speculator.jobs import CompletionJob, Generated, StopRule
 from speculator.next_edit.core import NextEditRequest
 from speculator.pipeline import Pipeline
@@ -41,188 +38,9 @@ from speculator.types import (
     Snippet,
 )
 
-SOURCE = "def area(w, h):\n    return w * h\n\n\ndef volume(w, h, d):\n    return \n"
-CURSOR = SOURCE.index("return \n") + len("return ")
+from .remote_fake import CURSOR, SOURCE, Fake, completion, fake, llama, posts
 
-
-class Fake:
-    """What the fake server answers, and what it saw."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, dict[str, Any], dict[str, str]]] = []
-        self.pieces = ["area(w, h)", " * d", "\n", "never sent"]
-        self.delay_s = 0.0  # before each piece
-        self.status: list[tuple[int, str]] = []  # answers to give first, one per request
-        self.slot = 2
-        self.speculative = "none,ngram-mod"  # as llama-server lists them
-        self.disconnected = threading.Event()
-        # Each piece's log-probability, sent as llama-server does when asked (n_probs).
-        self.logprobs: list[float] = []
-
-
-def _handler(fake: Fake) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-        def do_GET(self) -> None:
-            fake.requests.append((self.path, {}, dict(self.headers)))
-            if self.path == "/props":
-                params = {"speculative.types": fake.speculative}
-                self._json(200, {"default_generation_settings": {"params": params}})
-            elif self.path.endswith("/models"):
-                self._json(200, {"object": "list", "data": [{"id": "qwen-coder"}]})
-            else:
-                self._json(404, {"error": {"code": 404, "message": "File Not Found"}})
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            fake.requests.append((self.path, body, dict(self.headers)))
-            if fake.status:
-                code, text = fake.status.pop(0)
-                self._raw(code, text)
-                return
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Connection", "close")  # the stream ends with the connection
-            self.end_headers()
-            self.close_connection = True
-            openai = self.path.startswith("/v1/")
-            try:
-                sent = ""
-                limit = max(1, body.get("n_predict", body.get("max_tokens", 99)))
-                stop_type = "limit" if len(fake.pieces) > limit else "eos"
-                for n, piece in enumerate(fake.pieces[:limit]):
-                    time.sleep(fake.delay_s)
-                    # the server honours `stop` over the text so far and ends with its last event
-                    cut = _first_stop(sent + piece, body.get("stop", []))
-                    piece = piece if cut is None else piece[: max(0, cut - len(sent))]
-                    sent += piece
-                    event = _openai_event(piece, n) if openai else _llama_event(piece, n, fake)
-                    if body.get("n_probs") and n < len(fake.logprobs):
-                        event["completion_probabilities"] = [_probability(piece, fake.logprobs[n])]
-                    if body.get("logprobs") and n < len(fake.logprobs):  # OpenAI's format
-                        lists = {"tokens": [piece], "token_logprobs": [fake.logprobs[n]]}
-                        event["choices"][0]["logprobs"] = lists
-                    self._event(event)
-                    if cut is not None:
-                        stop_type = "word"
-                        break
-                self._event(_openai_final(stop_type) if openai else _llama_final(fake, stop_type))
-                if openai:
-                    self.wfile.write(b"data: [DONE]\n\n")
-            except (BrokenPipeError, ConnectionResetError):
-                fake.disconnected.set()
-
-        def _event(self, data: dict[str, Any]) -> None:
-            self.wfile.write(f"data: {json.dumps(data)}\n\n".encode())
-            self.wfile.flush()
-
-        def _json(self, code: int, data: dict[str, Any]) -> None:
-            self._raw(code, json.dumps(data))
-
-        def _raw(self, code: int, text: str) -> None:
-            data = text.encode()
-            self.send_response(code)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
-
-
-def _first_stop(text: str, stops: list[str]) -> int | None:
-    found = [text.index(s) for s in stops if s in text]
-    return min(found) if found else None
-
-
-def _timings(n: int) -> dict[str, Any]:
-    return {
-        "cache_n": 30,
-        "prompt_n": 12,
-        "prompt_ms": 80.5,
-        "predicted_n": n + 1,
-        "predicted_ms": 40.0 * (n + 1),
-        "draft_n": 8,
-        "draft_n_accepted": 5,
-    }
-
-
-def _llama_event(piece: str, n: int, fake: Fake) -> dict[str, Any]:
-    return {
-        "content": piece,
-        "stop": False,
-        "id_slot": -1,  # as llama-server does: only the last event names the slot
-        "tokens_evaluated": 42,
-        "timings": _timings(n),
-    }
-
-
-def _probability(piece: str, logprob: float) -> dict[str, Any]:
-    token = {"id": 1, "token": piece, "bytes": list(piece.encode()), "logprob": logprob}
-    return {**token, "top_logprobs": [token]}
-
-
-def _llama_final(fake: Fake, stop_type: str) -> dict[str, Any]:
-    settings = {"speculative.types": fake.speculative}
-    return {
-        "content": "",
-        "stop": True,
-        "stop_type": stop_type,
-        "id_slot": fake.slot,
-        "tokens_evaluated": 42,
-        "generation_settings": settings,
-    }
-
-
-def _openai_event(piece: str, n: int) -> dict[str, Any]:
-    return {"choices": [{"text": piece, "index": 0, "finish_reason": None}]}
-
-
-def _openai_final(stop_type: str) -> dict[str, Any]:
-    usage = {
-        "prompt_tokens": 50,
-        "completion_tokens": 3,
-        "prompt_tokens_details": {"cached_tokens": 48},
-    }
-    reason = "length" if stop_type == "limit" else "stop"
-    return {"choices": [{"text": "", "index": 0, "finish_reason": reason}], "usage": usage}
-
-
-@pytest.fixture
-def fake() -> Iterator[tuple[Fake, str]]:
-    state = Fake()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield state, f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
-
-
-def llama(url: str) -> LlamaServerEngine:
-    engine = load_remote(EngineConfig(backend="llama-server", backend_url=url))
-    assert isinstance(engine, LlamaServerEngine)
-    return engine
-
-
-def completion(**kw: Any) -> CompletionRequest:
-    return CompletionRequest(text=SOURCE, cursor=CURSOR, path="/w/shapes.py", **kw)
-
-
-def posts(fake: Fake) -> list[dict[str, Any]]:
-    return [body for path, body, _ in fake.requests if body]
-
-
-def run_cli(
-    args: list[str], env: dict[str, str], timeout: float
-) -> subprocess.CompletedProcess[str]:
-    """`groundspec ARGS` with this checkout's code."""
-    cli = [sys.executable, "-c", "from lsp_server.cli import main; main()"]
-    return subprocess.run([*cli, *args], capture_output=True, text=True, env=env, timeout=timeout)
+__all__ = ["fake"]  # the fixture: a fake server per test
 
 
 def test_completion_sends_grounding_and_maps_stats(fake: tuple[Fake, str]) -> None:
@@ -487,123 +305,6 @@ def test_openai_usage_maps_to_stats(fake: tuple[Fake, str]) -> None:
     stats = engine.complete(completion(multiline=True)).stats
     assert (stats.prompt_tokens, stats.reused_prompt_tokens, stats.generated_tokens) == (50, 48, 3)
     assert state.requests[-1][0] == "/v1/completions"
-
-
-def test_bad_backend_settings_are_clear_errors(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("GROUNDSPEC_BACKEND", "vllm")
-    with pytest.raises(EngineError, match="unknown engine backend 'vllm'"):
-        load_engine(EngineConfig())
-    monkeypatch.setenv("GROUNDSPEC_BACKEND", "llama-server")
-    monkeypatch.setenv("GROUNDSPEC_BACKEND_URL", "localhost:8080")
-    with pytest.raises(EngineError, match="must look like http://HOST:PORT"):
-        load_engine(EngineConfig())
-
-
-def test_initialization_options_select_the_backend() -> None:
-    from lsp_server.options import ServerOptions, apply_overrides
-
-    data = {"engine": {"backend": "llama-server", "backendUrl": "http://gpu-box:8080"}}
-    options, problems = apply_overrides(ServerOptions(), data)
-    assert problems == []
-    assert (options.engine.backend, options.engine.backend_url) == (
-        "llama-server",
-        "http://gpu-box:8080",
-    )
-    options, problems = apply_overrides(ServerOptions(), {"engine": {"backend": "vllm"}})
-    assert options.engine.backend == "local" and "engine.backend" in problems[0]
-
-
-def test_cli_complete_through_the_backend(fake: tuple[Fake, str], tmp_path: Any) -> None:
-    state, url = fake
-    source = tmp_path / "shapes.py"
-    source.write_text(SOURCE)
-    env = {**os.environ, "PYTHONPATH": os.getcwd(), "GROUNDSPEC_BACKEND": "openai"}
-    line = SOURCE[:CURSOR].count("\n") + 1
-    col = CURSOR - SOURCE.rfind("\n", 0, CURSOR)
-    args = ["complete", f"{source}:{line}:{col}", "--json", "--backend", "llama-server"]
-    out = run_cli([*args, "--backend-url", url], env, timeout=60)
-    assert out.returncode == 0, out.stderr
-    result = json.loads(out.stdout)
-    assert result["text"] == "area(w, h) * d" and set(result["stats"]) == STATS_KEYS
-    assert [r[0] for r in state.requests if r[1]] == ["/completion"]  # the flag beat the env
-
-
-def test_cli_bench_through_the_backend(fake: tuple[Fake, str]) -> None:
-    """`groundspec bench --backend`: the tasks go to the server, one mode (the server
-    chooses its speculation), no local peer; the in-process-only benches say why not."""
-    state, url = fake
-    state.pieces = ["def f():\n", "    return 1\n", "```"]
-    env = {**os.environ, "PYTHONPATH": os.getcwd()}
-    common = ["bench", "--backend", "llama-server", "--backend-url", url]
-    out = run_cli([*common, "--kind", "refactor", "--limit", "1", "--json"], env, timeout=120)
-    assert out.returncode == 0, out.stderr
-    report = json.loads(out.stdout)
-    assert [run["mode"] for run in report["runs"]] == ["auto"] and report["peer"] == []
-    assert report["runs"][0]["stats"]["speculation"] == "ngram-mod"
-    assert "`llama-server` backend" in report["peer_note"]
-    assert [r[0] for r in state.requests if r[1]] == ["/completion"]
-    replay = run_cli([*common, "--replay"], env, timeout=60)
-    assert replay.returncode != 0 and "python -m bench.remote" in replay.stderr
-
-
-BLOCK = "def build(rows):\n    \n"
-IN_BLOCK = BLOCK.index("    \n") + 4  # on the body's blank line
-LINES = ["a = 1", "\n    b = 2", "\n    c = 3", "\n    d = 4", "\n    e = 5", "\n    f = 6"]
-
-
-def typing(**kw: Any) -> CompletionRequest:
-    return CompletionRequest(text=BLOCK, cursor=IN_BLOCK, path="/w/rows.py", multiline=True, **kw)
-
-
-def test_a_remote_completion_without_limits_runs_to_its_end(fake: tuple[Fake, str]) -> None:
-    state, url = fake
-    state.pieces, state.delay_s = LINES, 0.05
-    result = llama(url).complete(typing())
-    assert result.text == "".join(LINES) and not result.timed_out
-
-
-@pytest.mark.parametrize("backend", ["llama-server", "openai"])
-def test_a_typing_deadline_ends_a_remote_stream_mid_line(
-    fake: tuple[Fake, str], backend: str
-) -> None:
-    """As the local decoder: the stream ends where the next token would come past
-    the deadline, cut back to a whole word, and the server sees the client go."""
-    state, url = fake
-    words = ["x = alpha"] + [f" + word{n}" for n in range(40)]
-    state.pieces, state.delay_s = words, 0.05
-    engine = load_remote(EngineConfig(backend=backend, backend_url=url))
-    started = time.perf_counter()
-    result = engine.complete(typing(deadline_ms=400, max_tokens=64))
-    took = time.perf_counter() - started
-    assert result.timed_out
-    assert 0.3 < took < 1.5, took  # 41 pieces at 50 ms would take 2 s
-    full = "".join(words)
-    assert full.startswith(result.text) and 5 < len(result.text) < len(full)
-    # cut back to whole words: the last word read may have been half of one
-    assert result.text.rstrip(" +").split()[-1] in {"alpha", *(w[3:] for w in words[1:])}
-    assert state.disconnected.wait(2.0), "the server never saw the client go away"
-
-
-def test_max_predict_ends_a_remote_stream_at_a_new_line(fake: tuple[Fake, str]) -> None:
-    state, url = fake
-    state.pieces, state.delay_s = LINES, 0.1
-    request = typing(max_predict_ms=250, max_predict_from_start=True)
-    result = llama(url).complete(request)
-    assert result.timed_out
-    # Past 250 ms (the third piece, or the second on a slow start) the stream ends
-    # at the next new line, with that line kept.
-    assert result.text in {"".join(LINES[:n]) for n in (2, 3)}, result.text
-
-
-def test_a_deadline_the_prompt_spent_keeps_a_whole_first_line(fake: tuple[Fake, str]) -> None:
-    """The first text came after the deadline: it is dropped, as the local decoder
-    drops it, and max_predict ends the completion at the first new line."""
-    state, url = fake
-    state.pieces, state.delay_s = LINES, 0.25
-    request = typing(deadline_ms=100, max_predict_ms=150, max_predict_from_start=True)
-    result = llama(url).complete(request)
-    assert result.timed_out
-    assert result.text == "a = 1\n    b = 2", result.text
 
 
 def spy_on_completions(
