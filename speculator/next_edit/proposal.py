@@ -9,7 +9,10 @@ it:
 - changes only whitespace (a model's habit, not a person's next edit);
 - is less likely than the confidence bar: the model's own probability of the
   tokens it wrote for the change, the least of them (one doubtful token is enough
-  for a wrong edit).
+  for a wrong edit). An insertion or deletion that could as well sit further on
+  (a block written twice: the diff calls the first copy new, but the model chose
+  to repeat where it wrote the second) is scored where it could sit last too:
+  there the model left the text it was copying.
 Of the candidates left, the most confident is proposed: one edit at a time, as
 the editors show them.
 """
@@ -49,6 +52,9 @@ class Candidate:
     mean_logprob: float
     whitespace_only: bool  # changes nothing but spaces and blank lines
     span: tuple[int, int]  # where its new text lies in the traced answer
+    # The same change slid as far on as the text allows (an insertion before an equal
+    # block), in the answer: where the model departed from the window; None: no slide.
+    slid: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,9 @@ def candidates(
         edit = TextEdit(start, start + len(old) - head - tail, new[head : len(new) - tail])
         span = (answer_offset + new_starts[b1] + head, answer_offset + new_starts[b2] - tail)
         blank = old.split() == new.split()
-        found.append(scored(Candidate(edit, a1, a2, 1.0, 0.0, blank, span), trace))
+        shift = _slide(window.text, old_starts[a1] + head, rewritten, new_starts[b1] + head)
+        slid = (span[0] + shift, span[1] + shift) if shift else None
+        found.append(scored(Candidate(edit, a1, a2, 1.0, 0.0, blank, span, slid), trace))
     return found
 
 
@@ -97,6 +105,8 @@ def scored(cand: Candidate, trace: TokenTrace | None) -> Candidate:
     if trace is None:
         return replace(cand, confidence=1.0, mean_logprob=0.0)
     probs = trace.tokens_over(*cand.span)
+    if cand.slid is not None and trace.ends and trace.ends[-1] >= cand.slid[1]:
+        probs = probs + trace.tokens_over(*cand.slid)
     confidence = min(probs) if probs else 0.0
     mean = sum(math.log(max(p, 1e-12)) for p in probs) / len(probs) if probs else 0.0
     return replace(cand, confidence=confidence, mean_logprob=mean)
@@ -130,6 +140,17 @@ def _overlaps(cand: Candidate, lines: tuple[int, int]) -> bool:
     if cand.first_line == cand.end_line:  # an insertion before line first_line
         return a < cand.first_line < b
     return cand.first_line < b and a < cand.end_line
+
+
+def _slide(old: str, at_old: int, new: str, at_new: int) -> int:
+    """How far a change beginning at old[at_old:] / new[at_new:] can slide on: the
+    characters both texts still share from there (0 for a replacement, whose first
+    characters differ; an insertion or a deletion before text equal to its own)."""
+    n = 0
+    limit = min(len(old) - at_old, len(new) - at_new)
+    while n < limit and old[at_old + n] == new[at_new + n]:
+        n += 1
+    return n
 
 
 def _starts(lines: list[str]) -> list[int]:

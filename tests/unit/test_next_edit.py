@@ -235,6 +235,22 @@ def test_confidence_is_the_least_probability_of_the_changed_tokens() -> None:
     assert choose(plan.window, found, plan.user_lines, 0.25) is not None
 
 
+def test_a_block_written_twice_is_scored_where_the_model_chose_to_repeat_it() -> None:
+    # The window ends `] + [`, a comprehension, `]`. The model wrote the comprehension
+    # twice: the diff calls the first copy new, but the first copy was copied at sure
+    # tokens; the doubtful one is where it went on after the `]` with ` + [` again.
+    block = '] + [\n    ("Language :: %s" % x)\n    for x in "3.6 3.7".split()\n'
+    text = f"CLASSIFIERS = [\n    'Topic :: Utilities',\n{block}]\n\nsetup()\n"
+    window = choose_window(text, text.index("Topic"), None, 0, 9)
+    answer = window.text.replace(block, block + block, 1)
+    probs = [1.0] * len(answer)
+    probs[answer.index(block) + len(block) + 1] = 0.26  # the ` +` that repeats the block
+    (found,) = candidates(window, answer, TokenTrace(list(range(1, len(answer) + 1)), probs))
+    assert found.edit.new_text == block  # the first copy, as the diff places it
+    assert round(found.confidence, 2) == 0.26
+    assert choose(window, [found], None, 0.3) is None
+
+
 def test_trace_maps_characters_to_tokens() -> None:
     trace = TokenTrace([3, 5, 9], [0.9, 0.5, 0.7])  # tokens "abc" "de" "fghi"
     assert trace.tokens_over(3, 5) == [0.5]
