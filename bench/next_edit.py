@@ -191,6 +191,7 @@ def compare(runs: list[Played], base: str = "off", fast: str = "auto") -> dict[s
     same = sum(b.edits == f.edits for b, f in pairs)
     return {
         "speedup_median": statistics.median(ratios) if ratios else 0.0,
+        "speedup_worst": min(ratios, default=0.0),
         "speedup_total": sum(b.stats["decodeMs"] for b, _ in pairs)
         / max(1e-9, sum(f.stats["decodeMs"] for _, f in pairs)),
         "identical": same,
@@ -215,7 +216,7 @@ def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> lis
         c = compare(runs)
         speed = (
             f"decode speedup auto/off: median {c['speedup_median']:.2f}x, "
-            f"total {c['speedup_total']:.2f}x"
+            f"worst {c['speedup_worst']:.2f}x, total {c['speedup_total']:.2f}x"
             if c["decoded"]
             else "nothing decoded (the model only scored drafts: no rewrite to speed up)"
         )

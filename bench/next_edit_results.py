@@ -7,7 +7,10 @@ the dev tasks (shared/nes/dev.jsonl, mined from pluggy: tuned on) and held-out
 tasks mined by shared/nes/mine.py from this repository's own history up to
 HELD_OUT_COMMIT (not tuned on, though two of its tasks suggested the call rules
 of speculator/next_edit/call_edits.py). Each task is asked under `off` and `auto`.
-Then replays the import rule on this repository's history (bench.next_edit_imports).
+Then a dev run with the model rewriting the window (nextEditRewrite), on the first
+REWRITE_TASKS edit and no-op tasks: the rewrite's decode speedup of `auto` over
+`off`. Then replays the import rule on this repository's history
+(bench.next_edit_imports).
 Writes the machine, a summary against the targets of the next-edit issue, and
 each run's full report. About fifteen minutes on a 2-core CPU.
 """
@@ -22,6 +25,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from speculator.next_edit.proposal import MIN_CONFIDENCE
 from speculator.totals import percentile
@@ -47,6 +51,9 @@ MINER = DEV_TASKS.parent / "mine.py"
 HELD_OUT_COMMIT = "a6df1b8"
 HELD_OUT_MAX = 40
 MODES = ["off", "auto"]
+# Edit and no-op tasks of the rewriting run (each asks for a whole window's rewrite
+# under both modes: about 10 s a task on 2 cores).
+REWRITE_TASKS = (20, 8)
 # Replays per set of bench.next_edit_imports (the model is asked only where the
 # draft is an import: most replays end at once).
 IMPORT_REPLAYS = 120
@@ -57,6 +64,7 @@ class Run:
     name: str
     tasks: str  # "dev" or "held-out"
     load: bool
+    rewrite: bool = False  # nextEditRewrite: the model writes the window too
 
 
 RUNS = (
@@ -64,6 +72,13 @@ RUNS = (
     Run("dev, one core busy", "dev", True),
     Run("held-out, quiet", "held-out", False),
     Run("held-out, one core busy", "held-out", True),
+    Run(
+        f"dev's first {REWRITE_TASKS[0]} edit and {REWRITE_TASKS[1]} no-op tasks, the model "
+        "rewriting, quiet",
+        "dev",
+        False,
+        rewrite=True,
+    ),
 )
 
 
@@ -79,6 +94,27 @@ def held_out_tasks(dest: Path) -> Path:
     miner = [sys.executable, str(MINER), str(repo), str(out), "--max", str(HELD_OUT_MAX)]
     subprocess.run(miner, check=True, stdout=subprocess.DEVNULL)
     return out
+
+
+def run_tasks(run: Run, path: Path, limit: int | None) -> list[dict[str, Any]]:
+    """The run's tasks: all of the set's (or `limit`), or the rewriting run's share."""
+    tasks = load_tasks(path, limit)
+    if not run.rewrite:
+        return tasks
+    edits, noops = REWRITE_TASKS if limit is None else (limit, limit)
+    return [t for t in tasks if t["kind"] == "edit"][:edits] + [
+        t for t in tasks if t["kind"] == "noop"
+    ][:noops]
+
+
+def speedup_line(played: list[Played]) -> str:
+    c = compare(played)
+    return (
+        f"The model rewriting (`nextEditRewrite`, dev, {c['tasks']:.0f} tasks): decode "
+        f"speedup of `auto` over `off` median {c['speedup_median']:.2f}x, worst "
+        f"{c['speedup_worst']:.2f}x ({c['decoded']:.0f} tasks decoded under both); "
+        f"same edits on {c['identical']:.0f} of {c['tasks']:.0f}."
+    )
 
 
 def summary_row(run: Run, played: list[Played]) -> str:
@@ -98,7 +134,7 @@ def summary_row(run: Run, played: list[Played]) -> str:
     )
 
 
-def write(path: Path, rows: list[str], sections: list[str]) -> None:
+def write(path: Path, rows: list[str], notes: list[str], sections: list[str]) -> None:
     bar = "p95 <= 4 s quiet, <= 6 s busy"
     lines = [
         "# Next-edit suggestions: the current figures",
@@ -116,6 +152,7 @@ def write(path: Path, rows: list[str], sections: list[str]) -> None:
         "|---|---|---|---|---|---|---|",
         *rows,
         "",
+        *notes,
         *sections,
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -128,23 +165,27 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         sets = {"dev": DEV_TASKS, "held-out": held_out_tasks(Path(scratch))}
-        rows, sections = [], []
+        rows: list[str] = []
+        notes: list[str] = []
+        sections: list[str] = []
         for run in RUNS:
-            tasks = load_tasks(sets[run.tasks], args.limit)
+            tasks = run_tasks(run, sets[run.tasks], args.limit)
             with CpuLoad(run.load):
-                played = play_all(tasks, MODES, True, MIN_CONFIDENCE)
+                played = play_all(tasks, MODES, True, MIN_CONFIDENCE, run.rewrite)
             rows.append(summary_row(run, played))
+            if run.rewrite:
+                notes += [speedup_line(played), ""]
             head = f"{time.ctime()}, load average at the end {os.getloadavg()[0]:.1f}"
             body = report(played, MODES, True, MIN_CONFIDENCE)
             sections += [f"## {run.name}", "", head, "", "```", *body, "```", ""]
-            write(args.output, rows, sections)  # what is done so far, if a later run fails
+            write(args.output, rows, notes, sections)  # so far, if a later run fails
     imports = next_edit_imports.run(IMPORT_REPLAYS if args.limit is None else args.limit)
     head = f"{time.ctime()}, quiet, load average at the end {os.getloadavg()[0]:.1f}"
     doc = next_edit_imports.__doc__ or ""
     about = doc.split("\n\n", 2)[2].strip().splitlines()
     sections += ["## The import for a name just used", "", *about, "", head, "", "```"]
     sections += [*imports, "```", ""]
-    write(args.output, rows, sections)
+    write(args.output, rows, notes, sections)
     return 0
 
 

@@ -4,6 +4,7 @@ tasks (bench/next_edit_results.py)."""
 
 from __future__ import annotations
 
+import json
 import queue
 import subprocess
 from pathlib import Path
@@ -16,8 +17,11 @@ from bench.next_edit_results import (
     CHECKOUT,
     HELD_OUT_COMMIT,
     MINER,
+    REWRITE_TASKS,
     Run,
     held_out_tasks,
+    run_tasks,
+    speedup_line,
     summary_row,
 )
 
@@ -93,6 +97,29 @@ def test_the_results_summary_row_reads_auto_at_the_default_bar() -> None:
     assert cells[-1] == "2/2"  # off and auto proposed the same edits
     p50, p95, worst = (float(x) for x in cells[-2].removesuffix(" s").split(" / "))
     assert p50 <= p95 <= worst  # the slowest first ask beside the median
+
+
+def test_the_rewriting_run_plays_a_share_of_each_kind_and_reports_its_speedup(
+    tmp_path: Path,
+) -> None:
+    noop = dict(TASK, kind="noop", expected=TASK["after_change"])
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in [TASK] * 30 + [noop] * 10))
+    every = run_tasks(Run("all", "dev", False), path, None)
+    share = run_tasks(Run("rewriting", "dev", False, rewrite=True), path, None)
+    assert len(every) == 40
+    assert [t["kind"] for t in share] == ["edit"] * REWRITE_TASKS[0] + ["noop"] * REWRITE_TASKS[1]
+
+    def played(off_ms: float, auto_ms: float) -> Played:
+        answers = {
+            "off": Answer([], {"decodeMs": off_ms}, off_ms, False),
+            "auto": Answer([], {"decodeMs": auto_ms}, auto_ms, False),
+        }
+        return Played("t", "edit", answers, ["off", "auto"])
+
+    line = speedup_line([played(3000.0, 1000.0), played(1000.0, 1000.0), played(4000.0, 1000.0)])
+    assert "median 3.00x, worst 1.00x (3 tasks decoded under both)" in line
+    assert "same edits on 3 of 3" in line
 
 
 def test_held_out_tasks_are_mined_from_this_history(tmp_path: Path) -> None:
