@@ -7,14 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-import pytest_asyncio
 
 from .conftest import FAKE_TEXT
+from .http_fixtures import http, server
 from .http_helpers import Served, serve_http
 
 PREFIX = "def add(a, b):\n    return "
@@ -27,18 +26,7 @@ INFILL = {
 
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def server() -> AsyncIterator[Served]:
-    async with serve_http() as served:
-        yield served
-
-
-@pytest_asyncio.fixture(loop_scope="module")
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession() as session:
-        yield session
+__all__ = ["http", "server"]  # the fixtures: the module's server, a client session
 
 
 async def post(http: aiohttp.ClientSession, url: str, body: Any) -> tuple[int, Any]:
