@@ -33,6 +33,7 @@ from .cli_common import (
     UsageError,
     add_command,
     engine_config,
+    keep_kv_slots,
     request_flags,
 )
 from .cli_input import (
@@ -178,6 +179,7 @@ def run_complete(args: argparse.Namespace) -> int:
         temperature=args.temperature,
     )
     result = engine.complete(request)
+    keep_kv_slots(engine)
     if args.json:
         print(msgspec.json.encode(result).decode())
     else:
@@ -204,6 +206,7 @@ def run_refactor(args: argparse.Namespace) -> int:
         temperature=args.temperature,
     )
     result = engine.refactor(request)
+    keep_kv_slots(engine)
     if args.json:
         index = LineIndex(text)
         payload = {

@@ -6,6 +6,9 @@ the same and the prompts evaluate four times faster."""
 from __future__ import annotations
 
 import graphlib
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import msgspec
@@ -127,3 +130,37 @@ def test_the_quick_window_answers_first_then_the_full_prompt_takes_over(tmp_path
         assert engine.complete(one_shot).stats.prompt_tokens > 600
     finally:
         engine.close()
+
+
+def test_cli_calls_keep_the_prompt_for_the_next_one(tmp_path: Path) -> None:
+    """`groundspec complete` and `refactor` save their KV slots at exit: the next
+    call on the same file (another process) restores the prompt."""
+    source = tmp_path / "graphlib_head.py"
+    source.write_text(TEXT)
+    line = TEXT[:CURSOR].count("\n") + 1
+    small = str(provision.model_path(provision.DRAFT))
+    env = {
+        **os.environ,
+        "GROUNDSPEC_KV_DIR": str(tmp_path / "kv"),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+    }
+    engine = ["--target-model", small, "--no-draft", "--speculation", "off", "--json"]
+    commands = {
+        "complete": ["complete", f"{source}:{line}:1", "--max-tokens", "8"],
+        "refactor": ["refactor", str(source), "--lines", "1-6", "--instruction", "add types"],
+    }
+    for name, args in commands.items():
+        runs = [
+            subprocess.run(
+                [sys.executable, "-m", "lsp_server.cli", *args, *engine],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
+            for _ in range(2)
+        ]
+        assert all(run.returncode == 0 for run in runs), [run.stderr[-800:] for run in runs]
+        first, second = (msgspec.json.decode(run.stdout)["stats"] for run in runs)
+        assert first["reusedPromptTokens"] == 0, name  # an empty KV folder
+        assert second["reusedPromptTokens"] >= second["promptTokens"] - 16, name
