@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from modelled_decode import LearnsNothing
 
 from lsp_server import http_asks as asks
 from lsp_server import http_wire as wire
@@ -53,25 +54,14 @@ class Target:
         del self.cells[n:]
 
 
-class HalfRight:
+class HalfRight(LearnsNothing):
     """Lookup-style drafts: right for a while, then wrong, by position alone."""
-
-    name = "lookup"
 
     def propose(self, history: Sequence[int], k: int) -> Draft | None:
         done = len(history) - 3
         right = 6 if done % 3 else 1
         tokens = TRUTH[done : done + min(k, right)] + [31] * max(0, k - right)
         return Draft(tokens[:k], self.name, "lookup:aligned") if tokens else None
-
-    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
-        pass
-
-    def declined(self, draft: Draft) -> None:
-        pass
-
-    def copy_ahead(self, history: Sequence[int]) -> int | None:
-        return None
 
 
 def _shapes(load: float, controller: Controller, guarded: bool) -> tuple[list[int], list[int]]:

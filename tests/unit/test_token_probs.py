@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from modelled_decode import LearnsNothing
 
 from lsp_server.http_probs import LOWEST_FLOAT, bias_entries, probabilities
 from speculator.controller import REFACTOR_PRIORS, Controller
@@ -58,10 +59,8 @@ class Vocab:
         return b"t%d " % token
 
 
-class Follows:
+class Follows(LearnsNothing):
     """Drafts what unbiased greedy decoding would emit: wrong wherever a bias bans it."""
-
-    name = "lookup"
 
     def propose(self, history: Sequence[int], k: int) -> Draft | None:
         tokens, last = [], history[-1]
@@ -69,15 +68,6 @@ class Follows:
             last = int(np.argmax(row_after(last)))
             tokens.append(last)
         return Draft(tokens, self.name, "lookup:aligned")
-
-    def feedback(self, draft: Draft, accepted: int, correction: int | None) -> None:
-        pass
-
-    def declined(self, draft: Draft) -> None:
-        pass
-
-    def copy_ahead(self, history: Sequence[int]) -> int | None:
-        return None
 
 
 def decode(request: CompletionRequest, drafting: bool, n: int = 24) -> tuple[list[int], Decoder]:
