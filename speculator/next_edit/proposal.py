@@ -93,7 +93,11 @@ def candidates(
         edit = TextEdit(start, start + len(old) - head - tail, new[head : len(new) - tail])
         span = (answer_offset + new_starts[b1] + head, answer_offset + new_starts[b2] - tail)
         blank = old.split() == new.split()
-        shift = _slide(window.text, old_starts[a1] + head, rewritten, new_starts[b1] + head)
+        # How far the change can slide on: what both texts still share from its start
+        # (nothing for a replacement; an insertion or deletion before its own text).
+        shift, _ = common_ends(
+            window.text[old_starts[a1] + head :], rewritten[new_starts[b1] + head :]
+        )
         slid = (span[0] + shift, span[1] + shift) if shift else None
         found.append(scored(Candidate(edit, a1, a2, 1.0, 0.0, blank, span, slid), trace))
     return found
@@ -140,17 +144,6 @@ def _overlaps(cand: Candidate, lines: tuple[int, int]) -> bool:
     if cand.first_line == cand.end_line:  # an insertion before line first_line
         return a < cand.first_line < b
     return cand.first_line < b and a < cand.end_line
-
-
-def _slide(old: str, at_old: int, new: str, at_new: int) -> int:
-    """How far a change beginning at old[at_old:] / new[at_new:] can slide on: the
-    characters both texts still share from there (0 for a replacement, whose first
-    characters differ; an insertion or a deletion before text equal to its own)."""
-    n = 0
-    limit = min(len(old) - at_old, len(new) - at_new)
-    while n < limit and old[at_old + n] == new[at_new + n]:
-        n += 1
-    return n
 
 
 def _starts(lines: list[str]) -> list[int]:
