@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import shutil
 import socket
 import subprocess
 import sys
@@ -25,17 +23,10 @@ from groundspec_client import (
     start,
 )
 from next_edit_sample import PLUGINS
+from server_command import server_cmd
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_DIR = ROOT / "clients" / "python"
-
-
-def server_cmd() -> list[str] | None:
-    if os.environ.get("GROUNDSPEC_TEST_SERVER_CMD"):
-        return list(json.loads(os.environ["GROUNDSPEC_TEST_SERVER_CMD"]))
-    beside_python = Path(sys.executable).parent / "groundspec"
-    found = str(beside_python) if beside_python.exists() else shutil.which("groundspec")
-    return [found, "serve"] if found else None
 
 
 SERVER = server_cmd()

@@ -10,12 +10,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
+from server_command import server_cmd
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = ROOT / "clients" / "nvim"
@@ -32,14 +32,6 @@ def find_nvim() -> str | None:
     except ImportError:
         pass
     return shutil.which("nvim")
-
-
-def server_cmd() -> list[str] | None:
-    if os.environ.get("GROUNDSPEC_TEST_SERVER_CMD"):
-        return list(json.loads(os.environ["GROUNDSPEC_TEST_SERVER_CMD"]))
-    beside_python = Path(sys.executable).parent / "groundspec"
-    found = str(beside_python) if beside_python.exists() else shutil.which("groundspec")
-    return [found, "serve"] if found else None
 
 
 NVIM = find_nvim()
