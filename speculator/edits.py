@@ -77,6 +77,15 @@ def merge(first: Edit, second: Edit) -> Edit | None:
     return Edit(lo, lead + first.old + trail, merged_new, second.at)
 
 
+def lines_with_ends(text: str) -> list[str]:
+    """The lines of `text` with their ends, split at "\\n" only, as every line number
+    here counts them: str.splitlines also splits at "\\r", form feeds and U+2028,
+    which would number a file holding one differently."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
+
 def common_ends(old: Sequence[object], new: Sequence[object]) -> tuple[int, int]:
     """How many items (characters, bytes, words) two sequences share at the start,
     and then at the end."""
@@ -183,8 +192,8 @@ def edits_between(old: str, new: str, newest_line: int | None = None) -> list[Ed
     taken as the user's latest edit. Keeps the last MAX_EDITS.
 
     For `groundspec next-edit`, whose history is a file's uncommitted changes."""
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
+    old_lines = lines_with_ends(old)
+    new_lines = lines_with_ends(new)
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     runs = [op[1:] for op in matcher.get_opcodes() if op[0] != "equal"]
     if newest_line is not None and runs:

@@ -24,7 +24,7 @@ import difflib
 import math
 from dataclasses import dataclass, replace
 
-from ..edits import common_ends
+from ..edits import common_ends, lines_with_ends
 from .window import Window
 
 # The least probability of a changed token for an edit to be proposed, measured on
@@ -77,8 +77,8 @@ def candidates(
 ) -> list[Candidate]:
     """Every changed run of lines, as an edit of the document. `answer_offset`:
     where the rewritten window starts in the traced answer."""
-    old_lines = window.text.splitlines(keepends=True)
-    new_lines = rewritten.splitlines(keepends=True)
+    old_lines = lines_with_ends(window.text)
+    new_lines = lines_with_ends(rewritten)
     old_starts = _starts(old_lines)
     new_starts = _starts(new_lines)
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)

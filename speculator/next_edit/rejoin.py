@@ -26,6 +26,7 @@ import difflib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..edits import lines_with_ends
 from .prompts import CURSOR_MARKER
 from .proposal import candidates, fits
 from .window import Window
@@ -43,7 +44,7 @@ class RejoinStop:
     def __init__(self, window: Window, user_lines: tuple[int, int] | None) -> None:
         self.window = window
         self.user_lines = user_lines
-        self._lines = window.text.splitlines(keepends=True)
+        self._lines = lines_with_ends(window.text)
         self._starts = [0]
         for line in self._lines:
             self._starts.append(self._starts[-1] + len(line))
@@ -74,7 +75,7 @@ class RejoinStop:
         after a change that fits. Only the run the answer ends in is read: the cut
         is always the end of what was written, so the answer it leaves (what finish
         reads) gives the same answer here."""
-        raw = written.splitlines(keepends=True)
+        raw = lines_with_ends(written)
         new = [line.replace(CURSOR_MARKER, "") for line in raw]
         old = self._lines
         ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()

@@ -160,6 +160,31 @@ def test_fake_engine_carries_the_rename_to_the_lines_above() -> None:
     assert out.count("attr_name") == 3
 
 
+def test_lines_are_counted_at_newlines_only_as_the_window_counts_them() -> None:
+    """A form feed (a page break in old sources) or a lone CR is inside a line: the
+    draft's change is numbered as the window's lines, so the model is shown the
+    lines it scores, and the rename lands in place."""
+    paged = "import os  # a lone \r here\n\x0c\n" + CODE
+    history = EditHistory()
+    at = paged.index("getattr(plugin, name)") + len("getattr(plugin, ")
+    history.record("u", at, "name", "attr_name")
+    text = paged[:at] + "attr_name" + paged[at + 4 :]
+    request = NextEditRequest(
+        text=text, cursor=at + len("attr_name"), edits=history.edits("u"), path="p.py"
+    )
+    plan = prepare(request)
+    assert plan is not None and plan.draft_change is not None
+    lines = plan.window.text.split("\n")
+    first = plan.draft_change.first_line
+    # The change and SCORE_CONTEXT_LINES (2) above it, the page break one of them.
+    assert lines[first - 2 : first + 1] == ["\x0c", "def register(plugin):", lines[first]]
+    assert lines[first] == "    for name in dir(plugin):"
+    out = apply(text, request, FakeEngine())
+    assert out == text.replace("name in dir", "attr_name in dir").replace(
+        "plugin, name)", "plugin, attr_name)"
+    )
+
+
 def test_quiet_without_a_recent_edit_or_below_the_confidence_bar() -> None:
     request = renamed_request()
     bare = NextEditRequest(text=request.text, cursor=request.cursor, edits=[])
