@@ -119,6 +119,16 @@ def test_an_automatic_request_typed_over_answers_nothing(server: RawServer) -> N
     assert server.answer(msg_id)["result"] == {"edits": []}
 
 
+def test_an_automatic_request_for_a_file_closed_meanwhile_answers_nothing(
+    server: RawServer,
+) -> None:
+    cursor = open_and_rename(server)
+    params = {"textDocument": {"uri": URI, "version": 2}, "position": cursor}
+    msg_id = server.request("textDocument/copilotInlineEdit", params)
+    server.notify("textDocument/didClose", {"textDocument": {"uri": URI}})
+    assert server.answer(msg_id) == {"jsonrpc": "2.0", "id": msg_id, "result": {"edits": []}}
+
+
 SHAPES_URI, MAIN_URI = "file:///work/shapes.py", "file:///work/main.py"
 SHAPES = "def describe(radius):\n    return str(radius)\n"
 MAIN = "from shapes import describe\n\n\ndef main():\n    return describe(1.0)\n"

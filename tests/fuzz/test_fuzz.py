@@ -1,7 +1,7 @@
 """Fuzz `groundspec serve --fake` over stdio, as a hostile editor would.
 
 Random valid sequences (open, edit with emoji, CRLF and lone surrogates,
-complete, cancel, close), mutated messages and broken framing, sent in
+complete, cancel, next edits, close), mutated messages and broken framing, sent in
 pipelined bursts. Asserts: the server never crashes or hangs, every request
 with a usable id gets exactly one answer, and the server's copy of each
 document equals the client's (read back with the fake engine's
@@ -42,7 +42,13 @@ PIECES = [
     "def f():",
     "\t",
     "",
+    # code a next edit can follow: names to rename, calls to add an argument to
+    "name",
+    " = f(name, 1)\n",
+    "import os\n",
+    "os.path",
 ]
+COPILOT_INLINE_EDIT = "textDocument/copilotInlineEdit"
 _EOL = re.compile(r"\r\n|\r|\n")
 
 
@@ -81,6 +87,7 @@ class Client:
         self.sent = 0
         self.next_id = 0
         self.mismatches: list[str] = []
+        self.next_edits: dict[Any, int] = {}  # id of a valid next-edit ask -> its answers' edits
         self.requests: dict[Any, bytes] = {}  # what was sent, for the failure message
         self.stream: list[bytes] = []  # everything sent, when GROUNDSPEC_FUZZ_DUMP is set
 
@@ -145,7 +152,7 @@ class Client:
     def ask(self, uri: str) -> None:
         _, text = self.docs[uri]
         at = position(text, safe_offset(text, self.rng))
-        kind = self.rng.randrange(6)
+        kind = self.rng.randrange(8)
         doc = {"uri": uri}
         if kind == 0:
             self.request("groundspec/complete", {"textDocument": doc, "position": at})
@@ -161,6 +168,14 @@ class Client:
         elif kind == 4:
             msg_id = self.request("groundspec/complete", {"textDocument": doc, "position": at})
             self.notify("$/cancelRequest", {"id": msg_id})
+        elif kind == 5:
+            msg_id = self.request("groundspec/nextEdit", {"textDocument": doc, "position": at})
+            self.next_edits[msg_id] = 0
+        elif kind == 6:
+            version, _ = self.docs[uri]
+            edit_doc = {"uri": uri, "version": version}
+            msg_id = self.request(COPILOT_INLINE_EDIT, {"textDocument": edit_doc, "position": at})
+            self.next_edits[msg_id] = 0
         else:
             self.request("groundspec/debug/document", {"uri": uri}, snapshot=uri)
 
@@ -180,7 +195,14 @@ class Client:
             {"text": "\ud800" * 3, "position": {"line": 0, "character": 2}},
         ]
         method = self.rng.choice(
-            ["groundspec/complete", "groundspec/refactor", "textDocument/completion", "no/such"]
+            [
+                "groundspec/complete",
+                "groundspec/refactor",
+                "textDocument/completion",
+                "groundspec/nextEdit",
+                COPILOT_INLINE_EDIT,
+                "no/such",
+            ]
         )
         params = self.rng.choice(variants)
         if self.rng.random() < 0.2:  # a notification method with an id
@@ -251,12 +273,27 @@ class Client:
         if msg_id is None:
             return  # a parse error for a broken frame
         self.answers[msg_id] += 1
+        if msg_id in self.next_edits:
+            self.check_next_edit(msg_id, message)
         snapshot = self.expected.get(msg_id)
         if snapshot is not None and "result" in message:
             uri, version, text = snapshot
             got = message["result"]
             if got["text"] != text or got["version"] != version:
                 self.mismatches.append(f"{uri} v{version}: {got['text']!r} != {text!r}")
+
+    def check_next_edit(self, msg_id: Any, message: dict[str, Any]) -> None:
+        """A valid ask gets a result (never an error) holding a list of edits, each
+        with a range that does not run backwards."""
+        if "result" not in message:
+            self.mismatches.append(f"next edit {msg_id}: {message.get('error')}")
+            return
+        edits = message["result"]["edits"]
+        for edit in edits:
+            start, end = edit["range"]["start"], edit["range"]["end"]
+            if (start["line"], start["character"]) > (end["line"], end["character"]):
+                self.mismatches.append(f"next edit {msg_id}: backwards range {edit}")
+        self.next_edits[msg_id] = len(edits)
 
     def alive(self) -> bool:
         return self.server.proc.poll() is None
@@ -311,8 +348,10 @@ def test_fuzz_the_server_over_stdio() -> None:
             server.proc.kill()
     duplicates = {k: n for k, n in client.answers.items() if n > 1}
     unexpected = set(client.answers) - set(client.expected) - client.optional
-    assert client.mismatches == []
+    assert client.mismatches == [], b"".join(server.stderr)[-4000:].decode(errors="replace")
     assert duplicates == {}
     assert unexpected == set()
+    asks = len(client.next_edits)
+    assert asks > 50 and 0 < sum(n > 0 for n in client.next_edits.values()) < asks
     elapsed = time.monotonic() - started
     print(f"fuzz: {client.sent} messages, {len(client.expected)} requests, {elapsed:.1f} s")
