@@ -97,10 +97,11 @@ def held_out_tasks(dest: Path) -> Path:
 
 
 def run_tasks(run: Run, path: Path, limit: int | None) -> list[dict[str, Any]]:
-    """The run's tasks: all of the set's (or `limit`), or the rewriting run's share."""
-    tasks = load_tasks(path, limit)
+    """The run's tasks: all of the set's (or its first `limit`), or the rewriting
+    run's share of each kind (`limit` of each: a set lists its edit tasks first)."""
     if not run.rewrite:
-        return tasks
+        return load_tasks(path, limit)
+    tasks = load_tasks(path, None)
     edits, noops = REWRITE_TASKS if limit is None else (limit, limit)
     return [t for t in tasks if t["kind"] == "edit"][:edits] + [
         t for t in tasks if t["kind"] == "noop"

@@ -109,6 +109,8 @@ def test_the_rewriting_run_plays_a_share_of_each_kind_and_reports_its_speedup(
     share = run_tasks(Run("rewriting", "dev", False, rewrite=True), path, None)
     assert len(every) == 40
     assert [t["kind"] for t in share] == ["edit"] * REWRITE_TASKS[0] + ["noop"] * REWRITE_TASKS[1]
+    smoke = run_tasks(Run("rewriting", "dev", False, rewrite=True), path, 2)
+    assert [t["kind"] for t in smoke] == ["edit", "edit", "noop", "noop"]
 
     def played(off_ms: float, auto_ms: float) -> Played:
         answers = {
