@@ -23,6 +23,7 @@ place: where words were also added or removed (`H.wait(function() ... end)` ->
 from __future__ import annotations
 
 import difflib
+import keyword
 import re
 from dataclasses import dataclass
 
@@ -35,6 +36,10 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # A changed piece of text shorter than this (bar whitespace) is too common to
 # substitute blindly: "0" -> "1" would change every 0 in the window.
 MIN_PIECE_CHARS = 4
+# Words that are the language's own, not names: `None -> object` on one line is a
+# change of that line's logic, not a rename to carry (Python's keywords, and the
+# literals of the other languages).
+KEYWORDS = frozenset(keyword.kwlist) | {"true", "false", "null", "nil", "undefined", "this"}
 # A line whose words changed in more ways than this was rewritten (a comment
 # reworded), not renamed: `window -> of`, `a -> in` are not carried.
 MAX_WORD_CHANGES = 2
@@ -78,6 +83,8 @@ def _word_pairs(old_words: list[str], new_words: list[str]) -> list[Substitution
     pairs: list[Substitution] = []
     for _tag, a1, a2, b1, b2 in changed:
         old, new = "".join(old_words[a1:a2]), "".join(new_words[b1:b2])
+        if old in KEYWORDS or new in KEYWORDS:
+            continue
         if _IDENTIFIER.fullmatch(old) and _IDENTIFIER.fullmatch(new):
             member = a1 > 0 and old_words[a1 - 1] == "."
             pairs.append(Substitution(old, new, True, member=member))

@@ -88,6 +88,14 @@ def test_substitutions_carry_a_rename_and_a_changed_line() -> None:
     assert apply_substitutions("    pass\n", substitutions(stub)) == "    ...\n"
 
 
+def test_a_keyword_changed_is_no_rename_to_carry() -> None:
+    window = "def f(a=True) -> None:\n    return None\nWriter = Callable[[str], None]\n"
+    for old, new in (("None", "object"), ("None", "object()"), ("True", "False")):
+        line = f"Writer = Callable[[str], {old}]"
+        hunk = Hunk("p", 0, [line], [line.replace(old, new)], [], [])
+        assert apply_substitutions(window, substitutions(hunk), skip_lines=(2, 3)) == window
+
+
 def test_a_renamed_attribute_is_carried_to_attributes_only() -> None:
     rename = Hunk("p", 0, ["    self.result = result"], ["    self._result = result"], [], [])
     window = "def f(self, result):\n    self.result = result\n    return self.result\n"
