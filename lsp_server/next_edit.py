@@ -122,7 +122,8 @@ async def _run(
         return src, NextEditResult([], Stats(speculation=speculation), reason="next edits are off")
     if debounce and options.next_edit_debounce_ms:
         await asyncio.sleep(options.next_edit_debounce_ms / 1000)
-        if not _still_at(service.documents, req.text_document.uri, src.version):
+        # Typed on or closed during the pause: stale, answered with no edit (not an error).
+        if not service.is_current(src):
             return src, NextEditResult([], Stats(speculation=speculation), reason="typing on")
     root = service.workspace_root
     index = service.workspace_index
@@ -130,15 +131,6 @@ async def _run(
     token = CancelToken()
     result = await service.run_engine(lambda e: run_on_engine(e, request, token), token)
     return src, result
-
-
-def _still_at(documents: DocumentStore, uri: str, version: int | None) -> bool:
-    """Is the document open at `version` still? Typed on or closed during the
-    pause: the ask is stale, answered with no edit rather than an error."""
-    try:
-        return documents.get(uri).version == version
-    except DocumentError:
-        return False
 
 
 def shown_path(path: str, root: str | None) -> str:

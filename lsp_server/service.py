@@ -307,14 +307,18 @@ class CompletionService:
             result = await self.run_refactor(request, token)
         return src, refactor_result(src, result)
 
-    def check_unchanged(self, src: rq.Resolved) -> None:
-        """Raise ContentModified if the document moved on since `src` was taken."""
+    def is_current(self, src: rq.Resolved) -> bool:
+        """Is the document still open at the version `src` was taken at (neither
+        changed nor closed since)?"""
         assert src.uri is not None
         try:
-            current = self.documents.get(src.uri).version
+            return self.documents.get(src.uri).version == src.version
         except DocumentError:
-            current = None
-        if current != src.version:
+            return False
+
+    def check_unchanged(self, src: rq.Resolved) -> None:
+        """Raise ContentModified if the document moved on since `src` was taken."""
+        if not self.is_current(src):
             raise rq.ContentModified("the document changed during the refactor; not applied")
 
     @property

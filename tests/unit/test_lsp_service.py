@@ -8,7 +8,7 @@ import pytest
 from lsprotocol import types
 
 from lsp_server.options import ServerOptions, StartupConfig
-from lsp_server.requests import InvalidParams, RequestFailed
+from lsp_server.requests import ContentModified, InvalidParams, RequestFailed
 from lsp_server.service import CompletionService, peak_rss_mb
 from speculator.config import EngineConfig
 
@@ -33,6 +33,24 @@ async def test_complete_refactor_and_stats(service: CompletionService) -> None:
     )
     assert refactored["newText"] == "# Tidy\nx = "
     assert service.stats()["requests"] == 3
+
+
+async def test_a_document_changed_or_closed_since_it_was_read_is_not_current(
+    service: CompletionService,
+) -> None:
+    item = types.TextDocumentItem(uri="file:///b.py", language_id="python", version=1, text="x")
+    service.open_document(item)
+    src = service.source("file:///b.py")
+    assert service.is_current(src)
+    service.check_unchanged(src)
+    edited = types.TextDocumentItem(uri=item.uri, language_id="python", version=2, text="xy")
+    service.open_document(edited)
+    assert not service.is_current(src)
+    with pytest.raises(ContentModified):
+        service.check_unchanged(src)
+    now = service.source("file:///b.py")
+    service.close_document("file:///b.py")
+    assert not service.is_current(now)
 
 
 async def test_errors_carry_their_json_rpc_codes(service: CompletionService) -> None:
