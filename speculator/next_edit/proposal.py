@@ -79,8 +79,8 @@ def candidates(
     where the rewritten window starts in the traced answer."""
     old_lines = lines_with_ends(window.text)
     new_lines = lines_with_ends(rewritten)
-    old_starts = _starts(old_lines)
-    new_starts = _starts(new_lines)
+    old_starts = line_offsets(old_lines)
+    new_starts = line_offsets(new_lines)
     matcher = difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False)
     found = []
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
@@ -146,7 +146,8 @@ def _overlaps(cand: Candidate, lines: tuple[int, int]) -> bool:
     return cand.first_line < b and a < cand.end_line
 
 
-def _starts(lines: list[str]) -> list[int]:
+def line_offsets(lines: list[str]) -> list[int]:
+    """Where each of `lines` (with their ends) starts, and where the last one ends."""
     starts = [0]
     for line in lines:
         starts.append(starts[-1] + len(line))

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from ..edits import lines_with_ends
 from .prompts import CURSOR_MARKER
-from .proposal import candidates, fits
+from .proposal import candidates, fits, line_offsets
 from .window import Window
 
 
@@ -45,9 +45,7 @@ class RejoinStop:
         self.window = window
         self.user_lines = user_lines
         self._lines = lines_with_ends(window.text)
-        self._starts = [0]
-        for line in self._lines:
-            self._starts.append(self._starts[-1] + len(line))
+        self._starts = line_offsets(self._lines)
         # The decoder asks after every token; the answer only matters line by line.
         self._memo: tuple[str, Rejoined | None] = ("", None)
 
