@@ -18,7 +18,7 @@ from ..edits import Edit, snapshots
 from ..types import CancelToken, EngineError, Speculation, Stats
 from .across import imports_from, renamed_lines
 from .call_edits import carried_lines
-from .draft import draft_window
+from .draft import draft_window, renames
 from .imports import ImportSources, import_lines
 from .occurrences import occurrence_lines, removed_names, target_window
 from .prompts import (
@@ -40,6 +40,7 @@ from .proposal import (
     scored,
 )
 from .rejoin import RejoinStop, first_stop
+from .scope import local_scope
 from .window import Hunk, Window, choose_window, edited_lines, hunk_of, line_starts, recent_hunks
 
 log = logging.getLogger(__name__)
@@ -191,6 +192,7 @@ class Carried(NamedTuple):
     hunk: Hunk | None
     places: list[int]
     rewrites: dict[int, str]
+    scope: tuple[int, int] | None = None  # lines of the function a renamed local lives in
 
 
 class Drafted(NamedTuple):
@@ -233,20 +235,22 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     hunk = own[-1] if own else None
     before = last.undo(request.text)
     names = removed_names(before, request.text, last, request.language_id)
-    places = occurrence_lines(request.text, request.language_id, names, hunk, focus)
+    scope = local_scope(request.text, request.language_id, last.start, renames(hunk))
+    places = occurrence_lines(request.text, request.language_id, names, hunk, focus, scope)
     edit = (focus, last.old) if focus is not None else None
     rewrites = import_lines(
         request.text, request.path, edit, request.language_id, request.import_sources
     )
     rewrites.update(carried_lines(request.text, hunk, focus, request.language_id))
-    return Carried(focus, hunk, places, rewrites)
+    return Carried(focus, hunk, places, rewrites, scope)
 
 
 def _drafted(text: str, carried: Carried, window: Window) -> Drafted:
     """The draft of `window` and its first change."""
     user_lines = _window_lines(window, carried.focus)
     rewrites = _in_window(carried.rewrites, window)
-    draft = draft_window(window.text, carried.hunk, user_lines, rewrites)
+    scope = _clipped(window, carried.scope)
+    draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope)
     return Drafted(window, user_lines, draft, _first_change(window, draft, user_lines))
 
 
@@ -350,6 +354,14 @@ def _window_lines(window: Window, lines: tuple[int, int] | None) -> tuple[int, i
     if lines is None or lines[1] <= window.first_line or lines[0] >= window.end_line:
         return None
     return lines[0] - window.first_line, lines[1] - window.first_line
+
+
+def _clipped(window: Window, lines: tuple[int, int] | None) -> tuple[int, int] | None:
+    """Document lines [a, b) as the window's lines they cover (empty when none)."""
+    if lines is None:
+        return None
+    first = min(max(lines[0] - window.first_line, 0), window.end_line - window.first_line)
+    return first, max(first, min(lines[1], window.end_line) - window.first_line)
 
 
 def _scoring_window(text: str, window: Window, change: Candidate, cursor: int) -> Window:

@@ -106,6 +106,12 @@ def _changed_span(old_words: list[str], new_words: list[str]) -> list[Substituti
     return [Substitution(old, new, False)]
 
 
+def renames(hunk: Hunk | None) -> list[tuple[str, str]]:
+    """The plain names (not attributes) the edit renamed, as (old, new)."""
+    subs = substitutions(hunk) if hunk is not None else []
+    return [(sub.old, sub.new) for sub in subs if sub.whole_word and not sub.member]
+
+
 def _distinct(subs: list[Substitution]) -> list[Substitution]:
     seen: set[tuple[str, str, bool]] = set()
     kept = []
@@ -118,15 +124,21 @@ def _distinct(subs: list[Substitution]) -> list[Substitution]:
 
 
 def apply_substitutions(
-    window: str, subs: list[Substitution], skip_lines: tuple[int, int] | None = None
+    window: str,
+    subs: list[Substitution],
+    skip_lines: tuple[int, int] | None = None,
+    within: tuple[int, int] | None = None,
 ) -> str:
     """The window with each substitution made on every line outside `skip_lines`
-    (the window lines [a, b) the user's edit occupies: already done there)."""
+    (the window lines [a, b) the user's edit occupies: already done there) and, when
+    the edit renamed a local, inside `within` (its function's lines: scope.py)."""
     if not subs:
         return window
     lines = window.split("\n")
     for i, line in enumerate(lines):
         if skip_lines is not None and skip_lines[0] <= i < skip_lines[1]:
+            continue
+        if within is not None and not within[0] <= i < within[1]:
             continue
         lines[i] = _substituted(line, subs)
     return "\n".join(lines)
@@ -166,17 +178,19 @@ def draft_window(
     hunk: Hunk | None,
     skip_lines: tuple[int, int] | None,
     rewrites: dict[int, str] | None = None,
+    scope: tuple[int, int] | None = None,
 ) -> str:
     """The window with the last edit's substitutions, and the lines it inserted
     (line_edits.py), carried to its other lines; `rewrites`: window lines written
     anew by call_edits.py (an argument or a parameter carried on) or across.py (a
-    rename made in another file; `hunk` None: nothing else is carried)."""
+    rename made in another file; `hunk` None: nothing else is carried); `scope`: the
+    window lines a renamed local's substitutions are confined to (scope.py)."""
     if rewrites:
         lines = window.split("\n")
         window = "\n".join(rewrites.get(i, line) for i, line in enumerate(lines))
     if hunk is None:
         return window
-    lines = apply_substitutions(window, substitutions(hunk), skip_lines).split("\n")
+    lines = apply_substitutions(window, substitutions(hunk), skip_lines, scope).split("\n")
     ins, add = insertion(hunk), added(hunk)  # at most one of them
     if ins is not None:
         lines = carry_insertion(lines, ins, skip_lines)

@@ -73,10 +73,12 @@ def occurrence_lines(
     names: list[str],
     hunk: Hunk | None,
     skip: tuple[int, int] | None = None,
+    scope: tuple[int, int] | None = None,
 ) -> list[int]:
     """The 0-based lines of `text` where `names` occur as identifiers, or the hunk's
     other substitutions as code (when they recur at most MAX_TEXT_PLACES times);
-    lines in `skip` [a, b) left out. Empty when the language has no grammar or the
+    lines in `skip` [a, b) left out, and those outside `scope` (the function a
+    renamed local lives in: scope.py). Empty when the language has no grammar or the
     document is too large to parse."""
     root = syntax_root(language_id, text) if len(text) <= MAX_PARSE_CHARS else None
     if root is None:
@@ -102,6 +104,8 @@ def occurrence_lines(
             lines -= set(range(*skip))
         if len(lines) <= MAX_TEXT_PLACES:
             found |= lines
+    if scope is not None:
+        found = {line for line in found if scope[0] <= line < scope[1]}
     found |= _line_edit_places(text, root, starts, hunk, skip)
     if skip is not None:
         found -= set(range(*skip))

@@ -1,0 +1,152 @@
+"""Where a renamed local lives: the function that binds it.
+
+A parameter or a local variable renamed is another variable than a name spelled
+the same in the next function or at module level: `def scale(value, factor)`
+renamed to `amount` says nothing of the global `value` below it, and renaming that
+one would change what the code means. So a rename of a name that a function
+around the edit binds (a parameter of it, or a target it assigns) is carried only
+inside that function, as an editor's rename of a local is. A name the function
+does not bind (a global, an import, a name declared `global` there) is carried
+as before.
+"""
+
+from __future__ import annotations
+
+import tree_sitter
+
+from ..syntax import byte_offset
+from .occurrences import MAX_PARSE_CHARS
+from .trees import syntax_root
+
+# Nodes that open a function scope, in the grammars served.
+FUNCTIONS = frozenset(
+    {
+        "function_definition",  # python
+        "function_declaration",  # javascript, typescript, go
+        "generator_function_declaration",
+        "function_expression",
+        "arrow_function",
+        "method_definition",
+        "method_declaration",  # go
+        "func_literal",
+        "function_item",  # rust
+        "closure_expression",
+    }
+)
+# A function's fields that hold its parameters.
+_PARAMETER_FIELDS = ("parameters", "parameter", "receiver")
+# (statement, field): the field's names are bound by the statement.
+_BINDERS = frozenset(
+    {
+        ("assignment", "left"),  # python
+        ("augmented_assignment", "left"),
+        ("for_statement", "left"),
+        ("for_in_clause", "left"),
+        ("named_expression", "name"),
+        ("as_pattern", "alias"),
+        ("variable_declarator", "name"),  # javascript, typescript
+        ("for_in_statement", "left"),
+        ("short_var_declaration", "left"),  # go
+        ("range_clause", "left"),
+        ("let_declaration", "pattern"),  # rust
+    }
+)
+# Nodes a bound name may stand in on its way up to what binds it (destructuring,
+# a parameter's wrapper); an attribute, a call or a subscript is a use instead.
+_PATTERNS = frozenset(
+    {
+        "pattern_list",
+        "tuple_pattern",
+        "list_pattern",
+        "list_splat_pattern",
+        "dictionary_splat_pattern",
+        "typed_parameter",
+        "default_parameter",
+        "typed_default_parameter",
+        "as_pattern_target",
+        "array_pattern",
+        "object_pattern",
+        "assignment_pattern",
+        "rest_pattern",
+        "required_parameter",
+        "optional_parameter",
+        "formal_parameters",
+        "parameter_declaration",
+        "variadic_parameter_declaration",
+        "expression_list",
+        "parameter",
+        "mut_pattern",
+    }
+)
+# Fields that hold a use even inside a pattern: a default value, a type.
+_USE_FIELDS = frozenset({"value", "right", "type", "default", "return_type"})
+_DECLARATIONS = frozenset({"global_statement", "nonlocal_statement"})
+
+
+def local_scope(
+    text: str, language_id: str, at: int, renames: list[tuple[str, str]]
+) -> tuple[int, int] | None:
+    """The lines [first, end) of the innermost function around offset `at` that
+    binds every (old, new) plain name renamed (either spelling: the user may have
+    renamed the binding or a use first); None when there is none (a global), no
+    rename, or no grammar."""
+    if not renames or len(text) > MAX_PARSE_CHARS:
+        return None
+    root = syntax_root(language_id, text)
+    if root is None:
+        return None
+    offset = byte_offset(text, at)
+    node: tree_sitter.Node | None = root.descendant_for_byte_range(offset, offset)
+    while node is not None:
+        if node.type in FUNCTIONS and all(_binds(node, pair) for pair in renames):
+            return node.start_point.row, node.end_point.row + 1
+        node = node.parent
+    return None
+
+
+def _binds(function: tree_sitter.Node, names: tuple[str, str]) -> bool:
+    """Does `function` bind one of `names` (as a parameter or an assignment target),
+    and declare neither `global` or `nonlocal`?"""
+    spelled = {name.encode() for name in names}
+    parameters = {
+        node.id
+        for field in _PARAMETER_FIELDS
+        if (node := function.child_by_field_name(field)) is not None
+    }
+    bound = False
+    for node in _descendants(function):
+        if node.type in _DECLARATIONS and any(n.text in spelled for n in _descendants(node)):
+            return False
+        if node.type == "identifier" and node.text in spelled:
+            bound = bound or _is_binding(node, function, parameters)
+    return bound
+
+
+def _is_binding(name: tree_sitter.Node, function: tree_sitter.Node, parameters: set[int]) -> bool:
+    """Is this identifier a name being bound, not used: a parameter, or within an
+    assignment's target through patterns only?"""
+    node = name
+    while (parent := node.parent) is not None and node.id != function.id:
+        field = _field_of(parent, node)
+        if node.id in parameters or (parent.type, field) in _BINDERS:
+            return True
+        if field in _USE_FIELDS or (parent.id not in parameters and parent.type not in _PATTERNS):
+            return False
+        node = parent
+    return False
+
+
+def _field_of(parent: tree_sitter.Node, child: tree_sitter.Node) -> str | None:
+    for index, node in enumerate(parent.children):
+        if node.id == child.id:
+            return parent.field_name_for_child(index)
+    return None
+
+
+def _descendants(node: tree_sitter.Node) -> list[tree_sitter.Node]:
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(current.children)
+    return found

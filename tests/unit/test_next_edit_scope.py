@@ -1,0 +1,81 @@
+"""A renamed local is carried only inside the function that binds it
+(speculator/next_edit/scope.py); a global renamed is carried as before."""
+
+from __future__ import annotations
+
+from test_next_edit_occurrences import renamed
+
+from speculator.next_edit.core import prepare
+from speculator.next_edit.scope import local_scope
+
+SCALE = """def scale(value, factor):
+    total = value * factor
+    return total
+
+value = scale(3, 2)
+print(value)
+"""
+
+
+def scope_at(text: str, word: str, renames: list[tuple[str, str]], lang: str = "python"):
+    return local_scope(text, lang, text.index(word), renames)
+
+
+def test_a_parameter_renamed_is_carried_inside_its_function_only() -> None:
+    request = renamed(SCALE, 0, "value", "amount")
+    plan = prepare(request)
+    assert plan is not None and plan.draft_change is not None
+    assert plan.job.draft.count("amount") == 2  # the signature and the body
+    assert "amount = scale" not in plan.job.draft and "print(value)" in plan.job.draft
+    edit = plan.draft_change.edit
+    assert request.text[edit.start : edit.end] == "value" and edit.new_text == "amount"
+    # The module-level `value` is another variable: it is not a place to go to.
+    assert local_scope(request.text, "python", request.cursor, [("value", "amount")]) == (0, 3)
+
+
+def test_the_same_parameter_in_the_next_function_is_another_variable() -> None:
+    text = "def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n"
+    plan = prepare(renamed(text, 0, "w", "wide"))
+    assert plan is not None
+    assert "return wide * h" in plan.job.draft and "def perimeter(w, h)" in plan.job.draft
+
+
+def test_a_global_renamed_inside_a_function_is_carried_everywhere() -> None:
+    text = "LIMIT = 3\n\n\ndef check(n):\n    return n < LIMIT\n\n\nprint(LIMIT)\n"
+    after = text.replace("n < LIMIT", "n < BOUND")
+    assert scope_at(after, "BOUND", [("LIMIT", "BOUND")]) is None
+    plan = prepare(renamed(text, 4, "LIMIT", "BOUND"))
+    assert plan is not None and "print(BOUND)" in plan.job.draft
+
+
+def test_only_a_binding_makes_a_name_local() -> None:
+    uses = {
+        "a type of a parameter": "def f(p: Path):\n    return Path(p)\n",
+        "a default value": "def f(p=Path):\n    return Path(p)\n",
+        "an attribute assigned": "def f(p):\n    Path.x = p\n    return Path(p)\n",
+        "a name declared global": "def f(p):\n    global Path\n    Path = p\n",
+    }
+    for what, text in uses.items():
+        assert scope_at(text, "Path", [("Path", "PurePath")]) is None, what
+    binds = {
+        "a parameter": "def f(Path):\n    return Path\n",
+        "a parameter with a default": "def f(Path=1):\n    return Path\n",
+        "a typed parameter": "def f(Path: int):\n    return Path\n",
+        "an unpacked assignment": "def f():\n    a, (Path, b) = g()\n    return Path\n",
+        "a loop variable": "def f():\n    for Path in g():\n        h(Path)\n",
+    }
+    for what, text in binds.items():
+        assert scope_at(text, "Path", [("Path", "PurePath")]) is not None, what
+
+
+def test_a_local_used_in_an_inner_function_lives_in_the_outer_one() -> None:
+    text = "def outer(items):\n    def inner():\n        return items\n    return inner\n\nitems = []\n"
+    assert scope_at(text, "return items", [("items", "rows")]) == (0, 4)
+
+
+def test_other_grammars_scope_parameters_too() -> None:
+    js = "function f(value) {\n  return value;\n}\nconst value = 1;\n"
+    assert scope_at(js, "return value", [("value", "v")], "javascript") == (0, 3)
+    go = "package m\n\nfunc f(value int) int {\n\treturn value\n}\n"
+    assert scope_at(go, "return value", [("value", "v")], "go") == (2, 5)
+    assert scope_at(js, "const value", [("value", "v")], "javascript") is None
