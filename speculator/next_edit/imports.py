@@ -21,6 +21,7 @@ import tree_sitter
 
 from ..types import Snippet
 from .draft import word_pattern
+from .scope import BINDERS, field_of
 from .trees import syntax_root
 
 log = logging.getLogger(__name__)
@@ -48,9 +49,6 @@ _BINDING_PARENTS = frozenset(
         "nonlocal_statement",
         "as_pattern_target",
     }
-)
-_TARGET_PARENTS = frozenset(
-    {"assignment", "augmented_assignment", "for_statement", "for_in_clause", "named_expression"}
 )
 _FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#\\(]+)", re.MULTILINE)
 _IMPORT = re.compile(r"^import[ \t]+([^\n#\\]+)", re.MULTILINE)
@@ -138,10 +136,8 @@ def _is_used(node: tree_sitter.Node) -> bool:
     child: tree_sitter.Node = node
     up: tree_sitter.Node | None = parent
     while up is not None and up.type not in ("expression_statement", "module", "block"):
-        if up.type in _TARGET_PARENTS:
-            target = up.child_by_field_name("left") or up.child_by_field_name("name")
-            if target is not None and target.start_byte <= child.start_byte < target.end_byte:
-                return False
+        if (up.type, field_of(up, child)) in BINDERS:
+            return False
         child, up = up, up.parent
     return True
 

@@ -37,8 +37,9 @@ FUNCTIONS = frozenset(
 )
 # A function's fields that hold its parameters.
 _PARAMETER_FIELDS = ("parameters", "parameter", "receiver")
-# (statement, field): the field's names are bound by the statement.
-_BINDERS = frozenset(
+# (statement, field): the field's names are bound by the statement (imports.py
+# reads them too: a name the edit binds needs no import).
+BINDERS = frozenset(
     {
         ("assignment", "left"),  # python
         ("augmented_assignment", "left"),
@@ -72,7 +73,6 @@ _PATTERNS = frozenset(
         "rest_pattern",
         "required_parameter",
         "optional_parameter",
-        "formal_parameters",
         "parameter_declaration",
         "variadic_parameter_declaration",
         "expression_list",
@@ -134,8 +134,8 @@ def _is_binding(name: tree_sitter.Node, function: tree_sitter.Node, parameters: 
     assignment's target through patterns only?"""
     node = name
     while (parent := node.parent) is not None and node.id != function.id:
-        field = _field_of(parent, node)
-        if node.id in parameters or (parent.type, field) in _BINDERS:
+        field = field_of(parent, node)
+        if node.id in parameters or (parent.type, field) in BINDERS:
             return True
         if field in _USE_FIELDS or (parent.id not in parameters and parent.type not in _PATTERNS):
             return False
@@ -143,7 +143,8 @@ def _is_binding(name: tree_sitter.Node, function: tree_sitter.Node, parameters: 
     return False
 
 
-def _field_of(parent: tree_sitter.Node, child: tree_sitter.Node) -> str | None:
+def field_of(parent: tree_sitter.Node, child: tree_sitter.Node) -> str | None:
+    """The name of the field `child` stands in under `parent`, if any."""
     for index, node in enumerate(parent.children):
         if node.id == child.id:
             return parent.field_name_for_child(index)
