@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 
 from ..edits import common_ends
-from .line_edits import added, carry_added, carry_insertion, indentation, insertion
+from .line_edits import added, carry_added, carry_insertion, indentation, insertion, remark
 from .window import Hunk
 
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")
@@ -65,6 +65,9 @@ def substitutions(hunk: Hunk) -> list[Substitution]:
 
 
 def _line_substitutions(old_line: str, new_line: str) -> list[Substitution]:
+    old_line, new_line = old_line.rstrip(), new_line.rstrip()
+    if new_line.startswith(old_line) and remark(new_line[len(old_line) :]):
+        return []  # a comment for people explains this line only (line_edits.remark)
     found: list[Substitution] = []
     if old_line.strip() and new_line.strip():
         found.append(Substitution(old_line.strip(), new_line.strip(), False, whole_line=True))
@@ -103,7 +106,21 @@ def _changed_span(old_words: list[str], new_words: list[str]) -> list[Substituti
         return []  # one word (`dict(x)` -> `(x)`) is too common to carry; a rename is not
     if old.strip() == "".join(old_words).strip():
         return []  # the whole line: a whole-line substitution
+    if _replaces_keyword(old_span, new_words[head : len(new_words) - tail]):
+        return []  # `None] | None` -> `T_UNSET] | T_UNSET`: that line's logic changed
     return [Substitution(old, new, False)]
+
+
+def _replaces_keyword(old_words: list[str], new_words: list[str]) -> bool:
+    """Does a keyword or literal stand in place of another word, either way?"""
+    matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
+    return any(
+        tag == "replace"
+        and not {"".join(old_words[a1:a2]).strip(), "".join(new_words[b1:b2]).strip()}.isdisjoint(
+            KEYWORDS
+        )
+        for tag, a1, a2, b1, b2 in matcher.get_opcodes()
+    )
 
 
 def renames(hunk: Hunk | None) -> list[tuple[str, str]]:

@@ -3,8 +3,9 @@ lines equal to it (`raise PluginValidationError(` given a new first argument),
 indented as each of them is. And text appended to a line (`  # pragma: no cover`
 after `except AttributeError:`), appended to the lines that begin and end with the
 same words as that line did (`except Exception:`), as is text added at its
-start (`# ` commenting it out, `await `). Beside draft.py's
-substitutions, which change lines in place.
+start (`# ` commenting it out, `await `). A comment appended is carried only when
+a tool reads it (`# type: ignore[x]`): one written for people explains the line
+it was put on. Beside draft.py's substitutions, which change lines in place.
 
 Lines compare stripped. More than MAX_INSERTED_LINES inserted are a new block. An
 anchor shorter than MIN_ANCHOR_CHARS (`try:`, `else:`) or recurring more than
@@ -31,6 +32,11 @@ MAX_INSERTED_LINES = 8
 MIN_APPENDED_CHARS = 2
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD_PAIR = re.compile(r"\w\w")
+_COMMENT = re.compile(r"\s*(?:#|//|--)")
+# A comment a tool reads: a lowercase word that a colon, a bracket or an `=` follows,
+# or that ends it (`# pragma: no cover`, `# type: ignore[x]`, `// @ts-ignore`, `# nosec`),
+# or a hyphenated one (`// eslint-disable-line no-console`).
+_DIRECTIVE = re.compile(r"\s*(?:#|//|--)\s*(?:@?[a-z][\w.-]*(?:[:\[=(]|\s*$)|[a-z]+-[\w-]+)")
 
 
 @dataclass(frozen=True)
@@ -102,12 +108,18 @@ def added(hunk: Hunk) -> Added | None:
         return None
     if new.startswith(old) and len(new[len(old) :].strip()) >= MIN_APPENDED_CHARS:
         text = new[len(old) :]
-        return None if _glued(old, text) else Added(*ends, text, False)
+        return None if _glued(old, text) or remark(text) else Added(*ends, text, False)
     body, new_body = old.lstrip(), new.lstrip()
     if new.startswith(indentation(old)) and new_body.endswith(body) and new_body != body:
         text = new_body[: -len(body)]
         return None if _glued(text, body) else Added(*ends, text, True)
     return None
+
+
+def remark(text: str) -> bool:
+    """Is `text` a comment written for people (`# Defensive: see #3728`)? It explains
+    the line it was put on; a tool's directive (_DIRECTIVE) repeats on its twins."""
+    return _COMMENT.match(text) is not None and _DIRECTIVE.match(text) is None
 
 
 def _glued(left: str, right: str) -> bool:

@@ -96,6 +96,18 @@ def test_a_keyword_changed_is_no_rename_to_carry() -> None:
         assert apply_substitutions(window, substitutions(hunk), skip_lines=(2, 3)) == window
 
 
+def test_a_piece_that_puts_a_name_in_a_keywords_place_is_not_carried() -> None:
+    old = "def split(a) -> tuple[Seq[str | None] | None, list[str]]:"
+    hunk = Hunk("p", 0, [old], [old.replace("None", "T_UNSET")], [], [])
+    window = "def split(a):\n    value: str | Seq[str | None] | None | T_UNSET,\n"
+    assert apply_substitutions(window, substitutions(hunk)) == window
+    # A piece with its keywords kept is carried (test_a_change_of_several_words...).
+    call = Hunk("p", 0, ["  r = f(None, {'a': 1})"], ["  r = f(None, a=1)"], [], [])
+    assert apply_substitutions("  s = f(None, {'a': 1})\n", substitutions(call)) == (
+        "  s = f(None, a=1)\n"
+    )
+
+
 def test_a_renamed_attribute_is_carried_to_attributes_only() -> None:
     rename = Hunk("p", 0, ["    self.result = result"], ["    self._result = result"], [], [])
     window = "def f(self, result):\n    self.result = result\n    return self.result\n"

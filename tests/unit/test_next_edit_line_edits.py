@@ -162,3 +162,26 @@ def test_a_line_commented_out_is_carried_to_its_twins_indented_as_each_is() -> N
     at = code.index("print(a)")
     after = proposed(inserted(code, at, "# "))
     assert after == "def f():\n    # print(a)\n    run()\n    if a:\n        # print(b)\n"
+
+
+def test_a_comment_for_people_stays_on_its_line_where_a_directive_is_carried() -> None:
+    at = TRY.index("except AttributeError:") + len("except AttributeError:")
+    remark = "  # Defensive: old classes have no __init__"
+    assert proposed(inserted(TRY, at, remark)).count(remark) == 1
+    code = "if a:\n    f()\nelse:\n    g()\nif b:\n    h()\nelse:\n    k()\n"
+    at = code.index("else:") + len("else:")
+    why = "  # Defensive: see the issue about b"
+    assert proposed(inserted(code, at, why)).count(why) == 1  # no whole-line twin either
+    pragma = "  # pragma: no cover"
+    assert proposed(inserted(code, at, pragma)).count(pragma) == 2
+
+
+def test_a_tool_directive_appended_is_an_addition_and_prose_is_not() -> None:
+    def appended(text: str) -> bool:
+        return added(Hunk("m.py", 0, ["    f(a)"], [f"    f(a){text}"], [], [])) is not None
+
+    for directive in ("  # noqa: E501", "  # type:ignore[x]", "  # nosec", "  // @ts-ignore"):
+        assert appended(directive), directive
+    assert appended("  // eslint-disable-line no-console")
+    for remark in ("  # Falls back to g", "  # see issue 12 for why", "  // Keep in sync"):
+        assert not appended(remark), remark
