@@ -21,6 +21,7 @@ from .call_edits import carried_lines
 from .draft import draft_window, renames
 from .imports import ImportSources, import_lines
 from .occurrences import occurrence_lines, removed_names, target_window
+from .parses import breaks_syntax
 from .prompts import (
     CURSOR_MARKER,
     DRAFT_ONLY_FORMATS,
@@ -116,6 +117,8 @@ class Plan:
     # (a rename carried on looks surer each time).
     draft_change: Candidate | None
     draft_only: bool  # the model scores the draft's change and writes nothing itself
+    text: str  # the document now
+    language_id: str
 
     @property
     def asks_model(self) -> bool:
@@ -155,7 +158,7 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         draft_only = request.prompt_format in DRAFT_ONLY_FORMATS
     if draft_only and drafted.change is not None:
         scoring = _scoring_window(text, drafted.window, drafted.change, cursor)
-        drafted = _drafted(text, carried, scoring)
+        drafted = _drafted(text, carried, scoring, request.language_id)
     window, user_lines, draft, change = drafted
     given = PromptInput(
         path=request.path,
@@ -174,7 +177,9 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         max_tokens=(count_tokens or len(window.text) // 3 + 1) + REWRITE_MARGIN_TOKENS,
         speculation=request.speculation,
     )
-    return Plan(window, prompt, job, user_lines, rejoin, change, draft_only)
+    return Plan(
+        window, prompt, job, user_lines, rejoin, change, draft_only, text, request.language_id
+    )
 
 
 def _newest_elsewhere(request: NextEditRequest) -> bool:
@@ -216,13 +221,14 @@ def _located(request: NextEditRequest, carried: Carried) -> Drafted:
     carried to (occurrences.target_window)."""
     text, cursor, focus = request.text, request.cursor, carried.focus
     places = sorted({*carried.places, *carried.rewrites})
-    drafted = _drafted(text, carried, target_window(text, cursor, focus, places))
+    language_id = request.language_id
+    drafted = _drafted(text, carried, target_window(text, cursor, focus, places), language_id)
     far_off = carried.rewrites and not _in_window(carried.rewrites, drafted.window)
     if drafted.change is None and far_off:
         # The places around the cursor changed nothing: go to a line rewritten
         # further off (an import at the top of the file).
         far = sorted(carried.rewrites)
-        drafted = _drafted(text, carried, target_window(text, cursor, focus, far))
+        drafted = _drafted(text, carried, target_window(text, cursor, focus, far), language_id)
     return drafted
 
 
@@ -245,13 +251,23 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     return Carried(focus, hunk, places, rewrites, scope)
 
 
-def _drafted(text: str, carried: Carried, window: Window) -> Drafted:
+def _drafted(text: str, carried: Carried, window: Window, language_id: str) -> Drafted:
     """The draft of `window` and its first change."""
     user_lines = _window_lines(window, carried.focus)
     rewrites = _in_window(carried.rewrites, window)
     scope = _clipped(window, carried.scope)
     draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope)
-    return Drafted(window, user_lines, draft, _first_change(window, draft, user_lines))
+    found = candidates(window, draft, None)
+    parsing = (c for c in found if fits(window, c, user_lines) and _parses(text, language_id, c))
+    return Drafted(window, user_lines, draft, next(parsing, None))
+
+
+def _parses(text: str, language_id: str, cand: Candidate) -> bool:
+    """Does the code parse after the change where it parsed before (parses.py)?"""
+    if breaks_syntax(language_id, text, cand.edit):
+        log.info("next edit: a change that breaks the syntax is not proposed")
+        return False
+    return True
 
 
 def _carried_across(request: NextEditRequest) -> dict[int, str]:
@@ -314,7 +330,11 @@ def _draft_candidate(plan: Plan, draft: TokenTrace) -> list[Candidate]:
 def _chosen(
     plan: Plan, found: list[Candidate], stats: Stats, min_confidence: float
 ) -> NextEditResult:
-    chosen: Candidate | None = choose(plan.window, found, plan.user_lines, min_confidence)
+    kept = list(found)
+    while (chosen := choose(plan.window, kept, plan.user_lines, min_confidence)) is not None:
+        if _parses(plan.text, plan.language_id, chosen):
+            break
+        kept.remove(chosen)
     if chosen is None:
         reason = "no change" if not found else f"{len(found)} candidates, none kept"
         log.info("next edit: nothing proposed (%s)", reason)
@@ -375,13 +395,6 @@ def _scoring_window(text: str, window: Window, change: Candidate, cursor: int) -
     scored = choose_window(text, at, lines, SCORE_CONTEXT_LINES, SCORE_CONTEXT_LINES)
     inside = scored.start <= cursor <= scored.end
     return replace(scored, cursor=cursor - scored.start if inside else None)
-
-
-def _first_change(
-    window: Window, draft: str, user_lines: tuple[int, int] | None
-) -> Candidate | None:
-    """The draft's first change that could be proposed (unscored)."""
-    return next((c for c in candidates(window, draft, None) if fits(window, c, user_lines)), None)
 
 
 def _in_window(rewrites: dict[int, str], window: Window) -> dict[int, str]:

@@ -14,7 +14,8 @@ it:
   to repeat where it wrote the second) is scored where it could sit last too:
   there the model left the text it was copying.
 Of the candidates left, the most confident is proposed: one edit at a time, as
-the editors show them.
+the editors show them, and only one that leaves the code parsing where it parsed
+(core.py asks parses.py: that needs the whole document).
 """
 
 from __future__ import annotations

@@ -1,0 +1,55 @@
+"""A change that breaks the code's syntax where it parsed is never proposed
+(speculator/next_edit/parses.py), through the whole request on the fake engine."""
+
+from __future__ import annotations
+
+from speculator.edits import EditHistory
+from speculator.fake import FakeEngine
+from speculator.next_edit.core import NextEditRequest, prepare
+from speculator.next_edit.parses import breaks_syntax
+from speculator.next_edit.proposal import TextEdit
+
+CODE = """def serializer(app):
+    if not app.secret_key:
+        return None
+    keys = [app.secret_key]
+    return Serializer(keys)
+"""
+
+
+def edited(text: str, old: str, new: str) -> TextEdit:
+    at = text.index(old)
+    return TextEdit(at, at + len(old), new)
+
+
+def test_an_edit_that_leaves_a_hole_in_the_code_breaks_it() -> None:
+    assert breaks_syntax("python", CODE, edited(CODE, "app.secret_key:", ":"))
+    assert breaks_syntax("python", CODE, edited(CODE, "(keys)", "(keys"))
+    assert not breaks_syntax("python", CODE, edited(CODE, "app.secret_key:", "app.key:"))
+    assert not breaks_syntax("python", CODE, edited(CODE, "    keys = ", "    keys: list = "))
+
+
+def test_code_already_broken_there_may_stay_broken_and_other_languages_pass() -> None:
+    broken = CODE.replace("if not app.secret_key:", "if not app.secret_key")
+    assert not breaks_syntax("python", broken, edited(broken, "secret_key\n", "key\n"))
+    # Where the grammar already gave up, it cannot tell: the change is let through.
+    assert not breaks_syntax("python", broken, edited(broken, "return None", "return (None"))
+    assert not breaks_syntax("plaintext", "a b c", TextEdit(0, 1, "("))
+    js = "function f(a) {\n  return a;\n}\n"
+    assert breaks_syntax("javascript", js, edited(js, "a;", "a +;"))
+
+
+def test_a_piece_whose_removal_would_leave_a_hole_elsewhere_is_not_proposed() -> None:
+    # The user emptied the list: carried on, `app.secret_key` removed from the
+    # condition would leave `if not :`.
+    at = CODE.index("[app.secret_key]") + 1
+    history = EditHistory()
+    history.record("u", at, "app.secret_key", "")
+    text = CODE[:at] + CODE[at + len("app.secret_key") :]
+    request = NextEditRequest(
+        text=text, cursor=at, edits=history.edits("u"), path="m.py", min_confidence=0.0
+    )
+    plan = prepare(request)
+    assert plan is not None and "if not :" in plan.job.draft  # the draft carries it
+    assert plan.draft_change is None
+    assert FakeEngine().next_edit(request).edits == []
