@@ -7,6 +7,9 @@ the dev tasks (shared/nes/dev.jsonl, mined from pluggy: tuned on) and held-out
 tasks mined by shared/nes/mine.py from this repository's own history up to
 HELD_OUT_COMMIT (not tuned on, though two of its tasks suggested the call rules
 of speculator/next_edit/call_edits.py). Each task is asked under `off` and `auto`.
+Then, quiet, the test split of the tasks mined from other projects' releases
+(bench.next_edit_releases: never read, and built from the package registry, so
+that run is left out, with a note, where the registry cannot be reached).
 Then a dev run with the model rewriting the window (nextEditRewrite), on the first
 REWRITE_TASKS edit and no-op tasks: the rewrite's decode speedup of `auto` over
 `off`. Then replays the import rule on this repository's history
@@ -30,7 +33,7 @@ from typing import Any
 from speculator.next_edit.proposal import MIN_CONFIDENCE
 from speculator.totals import percentile
 
-from . import next_edit_imports
+from . import next_edit_imports, next_edit_releases
 from .load import CpuLoad
 from .next_edit import (
     DEV_TASKS,
@@ -62,7 +65,7 @@ IMPORT_REPLAYS = 120
 @dataclass(frozen=True)
 class Run:
     name: str
-    tasks: str  # "dev" or "held-out"
+    tasks: str  # "dev", "held-out" or "releases"
     load: bool
     rewrite: bool = False  # nextEditRewrite: the model writes the window too
 
@@ -72,6 +75,7 @@ RUNS = (
     Run("dev, one core busy", "dev", True),
     Run("held-out, quiet", "held-out", False),
     Run("held-out, one core busy", "held-out", True),
+    Run("other projects' releases (test split), quiet", "releases", False),
     Run(
         f"dev's first {REWRITE_TASKS[0]} edit and {REWRITE_TASKS[1]} no-op tasks, the model "
         "rewriting, quiet",
@@ -169,7 +173,13 @@ def main() -> int:
         rows: list[str] = []
         notes: list[str] = []
         sections: list[str] = []
+        try:
+            sets["releases"] = next_edit_releases.build("test", Path(scratch) / "releases.jsonl")
+        except (next_edit_releases.BuildError, OSError) as exc:
+            notes += [f"Other projects' releases: not run ({exc}).", ""]
         for run in RUNS:
+            if run.tasks not in sets:
+                continue
             tasks = run_tasks(run, sets[run.tasks], args.limit)
             with CpuLoad(run.load):
                 played = play_all(tasks, MODES, True, MIN_CONFIDENCE, run.rewrite)

@@ -1,0 +1,175 @@
+"""Next-edit tasks from other projects: their releases, mined as commits.
+
+    python -m bench.next_edit_releases OUT.jsonl [--split dev|test] [--releases 25]
+                                       [--max 10]
+
+shared/nes/dev.jsonl comes from one project (pluggy) and the report's held-out
+tasks from this repository, so neither says how the rules of
+speculator/next_edit/ fare on code written elsewhere. This builds such tasks from
+the package registry, the one place this machine reaches: the pure-Python wheels
+of each package's last `--releases` releases up to a pinned version, unpacked
+into a git history with one commit per release and changed .py file, then mined
+by shared/nes/mine.py (`--max` edit tasks per package, and a third as many
+no-op ones). A release's change to a file gathers the commits of a release
+cycle, so a task's next edit is sometimes another commit's: the figures are a
+lower bound beside commit-mined ones.
+
+The packages are split in two: tune on `dev` (the packages whose proposals have
+been read to make the rules), report `test` (never read). Wheels are cached
+beside the models (provision.beside_models), so a second build downloads nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+from speculator import provision
+
+from .next_edit import DEV_TASKS
+
+log = logging.getLogger(__name__)
+
+MINER = DEV_TASKS.parent / "mine.py"
+# Each package with its newest release used: the set stays the same as packages
+# release more.
+SPLITS = {
+    "dev": {
+        "anyio": "4.16.0", "attrs": "26.1.0", "click": "8.5.1", "filelock": "4.3.2",
+        "flask": "3.1.3", "httpx": "0.29.0", "idna": "3.21", "isort": "9.0.2",
+        "itsdangerous": "2.2.0", "jinja2": "3.1.6", "more-itertools": "11.2.1",
+        "packaging": "26.4", "platformdirs": "4.14.9", "pyflakes": "4.1.0",
+        "requests": "2.34.2", "tomlkit": "0.15.3", "toolz": "1.2.0", "urllib3": "2.8.0",
+        "werkzeug": "3.1.9",
+    },
+    "test": {
+        "boltons": "26.2.0", "cachetools": "8.0.2", "h11": "0.16.0", "humanize": "4.17.0",
+        "jsonschema": "4.26.0", "markdown": "3.11.3", "marshmallow": "4.4.0",
+        "pathspec": "1.1.1", "pyparsing": "3.3.3", "python-dotenv": "1.2.4",
+        "sqlparse": "0.6.1", "starlette": "1.10.0", "structlog": "26.1.0",
+        "tenacity": "9.2.1",
+    },
+}  # fmt: skip
+PURE_PYTHON = ["--python-version", "3.11", "--implementation", "py", "--abi", "none"]
+FINAL_RELEASE = re.compile(r"\d+(\.\d+)*")
+
+
+class BuildError(Exception):
+    """The registry could not be read, or nothing could be mined."""
+
+
+def build(split: str, out: Path, releases: int = 25, per_package: int = 10) -> Path:
+    """Write the split's tasks to `out` (JSON lines, as shared/nes/dev.jsonl)."""
+    cache = provision.beside_models("bench-wheels")
+    lines: list[str] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        for package, newest in SPLITS[split].items():
+            wheels = _wheels(package, newest, releases, cache / package)
+            repo = Path(scratch) / package
+            _history(wheels, repo)
+            mined = Path(scratch) / f"{package}.jsonl"
+            miner = [sys.executable, str(MINER), str(repo / ".git"), str(mined)]
+            subprocess.run([*miner, "--max", str(per_package)], check=True, capture_output=True)
+            lines += mined.read_text(encoding="utf-8").splitlines()
+            log.info("%s: %d releases, %d tasks so far", package, len(wheels), len(lines))
+    if not lines:
+        raise BuildError("no task could be mined")
+    out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return out
+
+
+def _wheels(package: str, newest: str, count: int, folder: Path) -> list[Path]:
+    """The package's last `count` pure-Python wheels up to `newest`, oldest first."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wanted = _versions(package, newest)[-count:]
+    for version in wanted:
+        if not _cached(folder, version):
+            _download(package, version, folder)
+    return [w for v in wanted if (w := _cached(folder, v)) is not None]
+
+
+def _versions(package: str, newest: str) -> list[str]:
+    """The package's final releases up to `newest`, oldest first."""
+    listed = _pip("index", "versions", package, *PURE_PYTHON, "--platform", "any")
+    found = re.search(r"Available versions: (.*)", listed)
+    if found is None:
+        raise BuildError(f"the registry lists no versions of {package}")
+    finals = [v for v in found.group(1).replace(" ", "").split(",") if FINAL_RELEASE.fullmatch(v)]
+    return sorted((v for v in finals if _order(v) <= _order(newest)), key=_order)
+
+
+def _order(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def _download(package: str, version: str, folder: Path) -> None:
+    try:
+        _pip("download", "--no-deps", "--only-binary", ":all:", *PURE_PYTHON, "--platform",
+             "any", "-d", str(folder), f"{package}=={version}")  # fmt: skip
+    except BuildError as exc:
+        log.info("%s %s: no pure-Python wheel (%s)", package, version, exc)
+
+
+def _cached(folder: Path, version: str) -> Path | None:
+    return next(iter(sorted(folder.glob(f"*-{version}-*.whl"))), None)
+
+
+def _pip(*args: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise BuildError(f"pip {args[0]}: {done.stderr.strip().splitlines()[-1:]}")
+    return done.stdout
+
+
+def _history(wheels: list[Path], repo: Path) -> None:
+    """A git history of the wheels' .py files: a commit per release and changed file."""
+    repo.mkdir(parents=True)
+    _git(repo, "init", "-q")
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            files = {
+                name: archive.read(name)
+                for name in archive.namelist()
+                if name.endswith(".py") and ".dist-info/" not in name
+            }
+        for name, data in sorted(files.items()):
+            path = repo / name
+            if path.is_file() and path.read_bytes() == data:
+                continue  # unchanged (or back as it was in a release before)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            _git(repo, "add", name)
+            _git(repo, "commit", "-q", "-m", f"{wheel.name}: {name}")
+
+
+def _git(repo: Path, *args: str) -> None:
+    identity = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    subprocess.run(["git", "-C", str(repo), *identity, *args], check=True, capture_output=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("output", type=Path)
+    parser.add_argument("--split", choices=sorted(SPLITS), default="dev")
+    parser.add_argument("--releases", type=int, default=25, help="releases per package")
+    parser.add_argument("--max", type=int, default=10, help="edit tasks per package")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    try:
+        build(args.split, args.output, args.releases, args.max)
+    except BuildError as exc:
+        print(f"next_edit_releases: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,77 @@
+"""Next-edit tasks from other projects' releases (bench/next_edit_releases.py),
+built from wheels made here: the registry is not asked."""
+
+from __future__ import annotations
+
+import json
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from bench import next_edit_releases
+from bench.next_edit_releases import SPLITS, BuildError, build
+
+OLD = "".join(f"def f{i}(value):\n    return value + {i}\n\n\n" for i in range(12))
+
+
+def wheel(folder: Path, version: str, source: str) -> None:
+    with zipfile.ZipFile(folder / f"demo-{version}-py3-none-any.whl", "w") as archive:
+        archive.writestr("demo/core.py", source)
+        archive.writestr("demo/__init__.py", f'__version__ = "{version}"\n')
+        archive.writestr(f"demo-{version}.dist-info/METADATA", "Name: demo\n")
+
+
+@pytest.fixture
+def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Three releases of `demo` in the wheel cache; the pip calls made, recorded."""
+    monkeypatch.setenv("GROUNDSPEC_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setitem(SPLITS, "demo", {"demo": "1.2.0"})
+    cached = tmp_path / "cache" / "bench-wheels" / "demo"
+    cached.mkdir(parents=True)
+    two_places = OLD.replace("value + 3", "amount + 3").replace("value + 4", "amount + 4")
+    for version, source in (("1.0.0", OLD), ("1.1.0", two_places), ("1.2.0", two_places)):
+        wheel(cached, version, source)
+    calls: list[str] = []
+
+    def pip(*args: str) -> str:
+        calls.append(" ".join(args))
+        if args[0] == "index":
+            return "demo (1.3.0)\nAvailable versions: 1.3.0, 1.2.0, 1.2.0rc1, 1.1.0, 1.0.0\n"
+        raise AssertionError("every wheel is cached")
+
+    monkeypatch.setattr(next_edit_releases, "_pip", pip)
+    return calls
+
+
+def test_a_release_that_changed_a_file_in_two_nearby_places_is_an_edit_task(
+    registry: list[str], tmp_path: Path
+) -> None:
+    out = build("demo", tmp_path / "tasks.jsonl", releases=3)
+    tasks = [json.loads(line) for line in out.read_text().splitlines()]
+    edits = [t for t in tasks if t["kind"] == "edit"]
+    assert [t["path"] for t in edits] == ["demo/core.py"]
+    assert edits[0]["original"] == OLD and "amount + 3" in edits[0]["expected"]
+    assert "amount + 4" in edits[0]["expected"]
+    # The version bumps of 1.1.0 and 1.2.0 (core.py, unchanged in 1.2.0, is no commit).
+    noops = [t for t in tasks if t["kind"] == "noop"]
+    assert [t["path"] for t in noops] == ["demo/__init__.py"] * 2
+    assert registry == ["index versions demo --python-version 3.11 --implementation py "
+                        "--abi none --platform any"]  # fmt: skip
+
+
+def test_releases_after_the_pinned_one_and_pre_releases_are_left_out(registry: list[str]) -> None:
+    assert next_edit_releases._versions("demo", "1.2.0") == ["1.0.0", "1.1.0", "1.2.0"]
+    assert next_edit_releases._versions("demo", "1.1.0") == ["1.0.0", "1.1.0"]
+
+
+def test_a_registry_that_cannot_be_read_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def unreachable(*args: str) -> str:
+        raise BuildError("pip index: ['ERROR: could not connect']")
+
+    monkeypatch.setattr(next_edit_releases, "_pip", unreachable)
+    monkeypatch.setenv("GROUNDSPEC_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(BuildError, match="could not connect"):
+        build("test", tmp_path / "tasks.jsonl")
