@@ -142,8 +142,8 @@ def run_next_edit(args: argparse.Namespace) -> int:
             difflib.unified_diff(
                 text.splitlines(keepends=True),
                 new_text.splitlines(keepends=True),
-                f"a/{path}",
-                f"b/{path}",
+                f"a/{path.lstrip('/')}",  # as git names an absolute path: a/tmp/x.py
+                f"b/{path.lstrip('/')}",
             )
         )
     if args.write and result.edits:

@@ -73,7 +73,9 @@ def test_write_applies_the_proposal_and_diff_is_printed(repo: Path) -> None:
     path = repo / "plugins.py"
     proc = groundspec(f"{path}:6:35", "--write")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith("--- a/") and "+    for attr_name in dir(plugin):" in proc.stdout
+    name = str(path).lstrip("/")
+    assert proc.stdout.startswith(f"--- a/{name}\n+++ b/{name}\n")
+    assert "+    for attr_name in dir(plugin):" in proc.stdout
     assert path.read_text() == CODE.replace("name", "attr_name")
 
 
