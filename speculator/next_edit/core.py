@@ -257,9 +257,19 @@ def _drafted(text: str, carried: Carried, window: Window, language_id: str) -> D
     rewrites = _in_window(carried.rewrites, window)
     scope = _clipped(window, carried.scope)
     draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope)
-    found = candidates(window, draft, None)
-    parsing = (c for c in found if fits(window, c, user_lines) and _parses(text, language_id, c))
-    return Drafted(window, user_lines, draft, next(parsing, None))
+    draft = _without_breaks(text, language_id, window, draft)
+    found = (c for c in candidates(window, draft, None) if fits(window, c, user_lines))
+    return Drafted(window, user_lines, draft, next(found, None))
+
+
+def _without_breaks(text: str, language_id: str, window: Window, draft: str) -> str:
+    """The draft with its changes that break the syntax undone (parses.py): they are
+    never proposed, and the model must not read them before the one it scores."""
+    for cand in reversed(candidates(window, draft, None)):
+        if not _parses(text, language_id, cand):
+            start, end = cand.span
+            draft = draft[:start] + text[cand.edit.start : cand.edit.end] + draft[end:]
+    return draft
 
 
 def _parses(text: str, language_id: str, cand: Candidate) -> bool:

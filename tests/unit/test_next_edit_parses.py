@@ -50,6 +50,25 @@ def test_a_piece_whose_removal_would_leave_a_hole_elsewhere_is_not_proposed() ->
         text=text, cursor=at, edits=history.edits("u"), path="m.py", min_confidence=0.0
     )
     plan = prepare(request)
-    assert plan is not None and "if not :" in plan.job.draft  # the draft carries it
-    assert plan.draft_change is None
+    assert plan is not None and plan.draft_change is None
+    # Undone in the draft too: the model never reads it (nor copies it, rewriting).
+    assert "if not app.secret_key:" in plan.job.draft and "if not :" not in plan.job.draft
     assert FakeEngine().next_edit(request).edits == []
+
+
+def test_a_change_that_breaks_is_undone_and_the_next_one_is_proposed() -> None:
+    code = "def f(app):\n    g(app.key, app.y)\n    log()\n    h(app.key)\n    return [app.key]\n"
+    at = code.index("[app.key]") + 1
+    history = EditHistory()
+    history.record("u", at, "app.key", "")
+    text = code[:at] + code[at + len("app.key") :]
+    request = NextEditRequest(
+        text=text, cursor=at, edits=history.edits("u"), path="m.py", min_confidence=0.0
+    )
+    plan = prepare(request)
+    # `g(app.key, app.y)` -> `g(, app.y)` breaks and is undone; `h()` does not break.
+    assert plan is not None and plan.draft_change is not None
+    assert "g(app.key, app.y)" in plan.job.draft and "    h()\n" in plan.job.draft
+    (edit,) = FakeEngine().next_edit(request).edits
+    done = text[: edit.start] + edit.new_text + text[edit.end :]
+    assert done == text.replace("h(app.key)", "h()")
