@@ -66,6 +66,8 @@ class BuildError(Exception):
 
 def build(split: str, out: Path, releases: int = 25, per_package: int = 10) -> Path:
     """Write the split's tasks to `out` (JSON lines, as shared/nes/dev.jsonl)."""
+    if not MINER.exists():
+        raise BuildError(f"no task miner: {MINER} is not beside this checkout")
     cache = provision.beside_models("bench-wheels")
     lines: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:

@@ -4,13 +4,14 @@ built from wheels made here: the registry is not asked."""
 from __future__ import annotations
 
 import json
+import subprocess
 import zipfile
 from pathlib import Path
 
 import pytest
 
 from bench import next_edit_releases
-from bench.next_edit_releases import SPLITS, BuildError, build
+from bench.next_edit_releases import MINER, SPLITS, BuildError, build
 
 OLD = "".join(f"def f{i}(value):\n    return value + {i}\n\n\n" for i in range(12))
 
@@ -47,6 +48,8 @@ def registry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_release_that_changed_a_file_in_two_nearby_places_is_an_edit_task(
     registry: list[str], tmp_path: Path
 ) -> None:
+    if not MINER.exists():
+        pytest.skip("shared/nes/mine.py is not beside this checkout")
     out = build("demo", tmp_path / "tasks.jsonl", releases=3)
     tasks = [json.loads(line) for line in out.read_text().splitlines()]
     edits = [t for t in tasks if t["kind"] == "edit"]
@@ -73,5 +76,38 @@ def test_a_registry_that_cannot_be_read_is_a_clear_error(
 
     monkeypatch.setattr(next_edit_releases, "_pip", unreachable)
     monkeypatch.setenv("GROUNDSPEC_CACHE", str(tmp_path / "cache"))
+    miner = tmp_path / "mine.py"  # never run: the registry fails first
+    miner.write_text("raise SystemExit(1)\n")
+    monkeypatch.setattr(next_edit_releases, "MINER", miner)
     with pytest.raises(BuildError, match="could not connect"):
         build("test", tmp_path / "tasks.jsonl")
+
+
+def test_without_the_miner_beside_the_checkout_the_error_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(next_edit_releases, "MINER", tmp_path / "nowhere" / "mine.py")
+    with pytest.raises(BuildError, match="no task miner"):
+        build("test", tmp_path / "tasks.jsonl")
+
+
+def test_the_history_has_a_commit_per_release_and_changed_file(
+    registry: list[str], tmp_path: Path
+) -> None:
+    wheels = next_edit_releases._wheels(
+        "demo", "1.2.0", 3, tmp_path / "cache" / "bench-wheels" / "demo"
+    )
+    repo = tmp_path / "history"
+    next_edit_releases._history(wheels, repo)
+    log = subprocess.run(
+        ["git", "-C", str(repo), "log", "--reverse", "--format=%s", "--name-only"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()  # fmt: skip
+    assert log == [
+        "demo-1.0.0-py3-none-any.whl:", "demo/__init__.py", "demo/__init__.py",
+        "demo-1.0.0-py3-none-any.whl:", "demo/core.py", "demo/core.py",
+        "demo-1.1.0-py3-none-any.whl:", "demo/__init__.py", "demo/__init__.py",
+        "demo-1.1.0-py3-none-any.whl:", "demo/core.py", "demo/core.py",
+        "demo-1.2.0-py3-none-any.whl:", "demo/__init__.py", "demo/__init__.py",
+    ]  # fmt: skip
+    assert (repo / "demo" / "core.py").read_text().count("amount") == 2
