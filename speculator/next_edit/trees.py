@@ -25,6 +25,12 @@ _local = threading.local()
 
 def syntax_root(language_id: str, text: str) -> tree_sitter.Node | None:
     """The root node of `text`'s syntax tree; None when the language has no grammar."""
+    tree = syntax_tree(language_id, text)
+    return tree.root_node if tree is not None else None
+
+
+def syntax_tree(language_id: str, text: str) -> tree_sitter.Tree | None:
+    """`text`'s syntax tree (kept: never edit it, copy it); None without a grammar."""
     kept = _kept()
     key = (language_id, text)
     if key in kept:
@@ -34,8 +40,7 @@ def syntax_root(language_id: str, text: str) -> tree_sitter.Node | None:
         kept[key] = parser.parse(utf8(text)) if parser is not None else None
         if len(kept) > KEPT_TREES:
             kept.popitem(last=False)
-    tree = kept[key]
-    return tree.root_node if tree is not None else None
+    return kept[key]
 
 
 def _kept() -> OrderedDict[tuple[str, str], tree_sitter.Tree | None]:

@@ -72,3 +72,11 @@ def test_a_change_that_breaks_is_undone_and_the_next_one_is_proposed() -> None:
     (edit,) = FakeEngine().next_edit(request).edits
     done = text[: edit.start] + edit.new_text + text[edit.end :]
     assert done == text.replace("h(app.key)", "h()")
+
+
+def test_lines_after_wide_characters_are_read_at_their_bytes() -> None:
+    # The edited tree is told where the change lies in bytes and byte columns.
+    text = 'GREETING = "héllo wörld"  # ü\nif not GREETING: print("ça")\n'
+    assert breaks_syntax("python", text, edited(text, "GREETING:", ":"))
+    assert not breaks_syntax("python", text, edited(text, "GREETING:", "GREET:"))
+    assert breaks_syntax("python", text, edited(text, 'print("ça")', 'print("ça"'))
