@@ -309,7 +309,9 @@ def finish(
     rest = plan.rejoin.rest(rewrite.text)
     answer, trace = _without_marker(rewrite.text, rewrite.trace)
     rewritten = plan.prompt.rewritten(answer, plan.window) if rest is None else answer + rest
-    found = candidates(plan.window, rewritten, trace)
+    # The model's changes must parse; the draft's were checked as it was drafted.
+    written = candidates(plan.window, rewritten, trace)
+    found = [c for c in written if _parses(plan.text, plan.language_id, c)]
     if draft is not None:
         found += _draft_candidate(plan, draft)
     return _chosen(plan, found, rewrite.stats, min_confidence)
@@ -340,11 +342,7 @@ def _draft_candidate(plan: Plan, draft: TokenTrace) -> list[Candidate]:
 def _chosen(
     plan: Plan, found: list[Candidate], stats: Stats, min_confidence: float
 ) -> NextEditResult:
-    kept = list(found)
-    while (chosen := choose(plan.window, kept, plan.user_lines, min_confidence)) is not None:
-        if _parses(plan.text, plan.language_id, chosen):
-            break
-        kept.remove(chosen)
+    chosen: Candidate | None = choose(plan.window, found, plan.user_lines, min_confidence)
     if chosen is None:
         reason = "no change" if not found else f"{len(found)} candidates, none kept"
         log.info("next edit: nothing proposed (%s)", reason)

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from speculator.edits import EditHistory
 from speculator.fake import FakeEngine
-from speculator.next_edit.core import NextEditRequest, prepare
+from speculator.next_edit.core import NextEditRequest, Rewrite, finish, prepare
 from speculator.next_edit.parses import breaks_syntax
 from speculator.next_edit.proposal import TextEdit
+from speculator.types import Stats
 
 CODE = """def serializer(app):
     if not app.secret_key:
@@ -20,6 +21,17 @@ CODE = """def serializer(app):
 def edited(text: str, old: str, new: str) -> TextEdit:
     at = text.index(old)
     return TextEdit(at, at + len(old), new)
+
+
+def emptied(code: str, piece: str) -> NextEditRequest:
+    """The user deleted `piece` from between the brackets of `[piece]`."""
+    at = code.index(f"[{piece}]") + 1
+    history = EditHistory()
+    history.record("u", at, piece, "")
+    text = code[:at] + code[at + len(piece) :]
+    return NextEditRequest(
+        text=text, cursor=at, edits=history.edits("u"), path="m.py", min_confidence=0.0
+    )
 
 
 def test_an_edit_that_leaves_a_hole_in_the_code_breaks_it() -> None:
@@ -42,13 +54,7 @@ def test_code_already_broken_there_may_stay_broken_and_other_languages_pass() ->
 def test_a_piece_whose_removal_would_leave_a_hole_elsewhere_is_not_proposed() -> None:
     # The user emptied the list: carried on, `app.secret_key` removed from the
     # condition would leave `if not :`.
-    at = CODE.index("[app.secret_key]") + 1
-    history = EditHistory()
-    history.record("u", at, "app.secret_key", "")
-    text = CODE[:at] + CODE[at + len("app.secret_key") :]
-    request = NextEditRequest(
-        text=text, cursor=at, edits=history.edits("u"), path="m.py", min_confidence=0.0
-    )
+    request = emptied(CODE, "app.secret_key")
     plan = prepare(request)
     assert plan is not None and plan.draft_change is None
     # Undone in the draft too: the model never reads it (nor copies it, rewriting).
@@ -58,13 +64,8 @@ def test_a_piece_whose_removal_would_leave_a_hole_elsewhere_is_not_proposed() ->
 
 def test_a_change_that_breaks_is_undone_and_the_next_one_is_proposed() -> None:
     code = "def f(app):\n    g(app.key, app.y)\n    log()\n    h(app.key)\n    return [app.key]\n"
-    at = code.index("[app.key]") + 1
-    history = EditHistory()
-    history.record("u", at, "app.key", "")
-    text = code[:at] + code[at + len("app.key") :]
-    request = NextEditRequest(
-        text=text, cursor=at, edits=history.edits("u"), path="m.py", min_confidence=0.0
-    )
+    request = emptied(code, "app.key")
+    text = request.text
     plan = prepare(request)
     # `g(app.key, app.y)` -> `g(, app.y)` breaks and is undone; `h()` does not break.
     assert plan is not None and plan.draft_change is not None
@@ -80,3 +81,17 @@ def test_lines_after_wide_characters_are_read_at_their_bytes() -> None:
     assert breaks_syntax("python", text, edited(text, "GREETING:", ":"))
     assert not breaks_syntax("python", text, edited(text, "GREETING:", "GREET:"))
     assert breaks_syntax("python", text, edited(text, 'print("ça")', 'print("ça"'))
+
+
+def test_a_rewrite_that_breaks_the_code_is_not_proposed() -> None:
+    # A model rewriting the window (zeta2, sweep, nextEditRewrite) wrote a hole.
+    plan = prepare(emptied(CODE, "app.secret_key"))
+    assert plan is not None
+    holed = plan.window.text.replace("if not app.secret_key:", "if not :")
+    assert finish(plan, Rewrite(holed, None, True, Stats()), 0.0).edits == []
+    renamed = plan.window.text.replace("if not app.secret_key:", "if not app.key:")
+    (edit,) = finish(plan, Rewrite(renamed, None, True, Stats()), 0.0).edits
+    text = plan.text
+    assert text[: edit.start] + edit.new_text + text[edit.end :] == text.replace(
+        "if not app.secret_key:", "if not app.key:"
+    )
