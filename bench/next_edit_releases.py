@@ -127,7 +127,8 @@ def _pip(*args: str) -> str:
         [sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
-        raise BuildError(f"pip {args[0]}: {done.stderr.strip().splitlines()[-1:]}")
+        said = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        raise BuildError(f"pip {args[0]}: {said[-1]}")  # its last line names the error
     return done.stdout
 
 

@@ -72,7 +72,7 @@ def test_a_registry_that_cannot_be_read_is_a_clear_error(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     def unreachable(*args: str) -> str:
-        raise BuildError("pip index: ['ERROR: could not connect']")
+        raise BuildError("pip index: ERROR: could not connect")
 
     monkeypatch.setattr(next_edit_releases, "_pip", unreachable)
     monkeypatch.setenv("GROUNDSPEC_CACHE", str(tmp_path / "cache"))
@@ -111,3 +111,12 @@ def test_the_history_has_a_commit_per_release_and_changed_file(
         "demo-1.2.0-py3-none-any.whl:", "demo/__init__.py", "demo/__init__.py",
     ]  # fmt: skip
     assert (repo / "demo" / "core.py").read_text().count("amount") == 2
+
+
+def test_pip_failing_is_named_by_its_last_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failed(args: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(args, 1, "", "WARNING: retrying\nERROR: no route\n")
+
+    monkeypatch.setattr(next_edit_releases.subprocess, "run", failed)
+    with pytest.raises(BuildError, match=r"^pip index: ERROR: no route$"):
+        next_edit_releases._pip("index", "versions", "demo")
