@@ -11,8 +11,8 @@ substitutions (a changed piece of text, a whole line changed: draft.py) are foun
 as text outside strings and comments, and so are the lines that lines it inserted
 follow and the twins of a line it appended text to (line_edits.py).
 
-When none of these places lies in the window around the cursor but one does
-elsewhere, the window is widened to reach it when that costs a few lines, or else
+Only places within MAX_PLACE_LINES of the edit count. When none of them lies in
+the window around the cursor but one does elsewhere, the window is widened to reach it when that costs a few lines, or else
 moved to it: the model rewrites one window of the usual size either way, so a
 request costs what it did. On the dev tasks the next edit lies outside the cursor's
 window in 21 of 51; in 4 of them it is such a place (docs/next-edit.md).
@@ -45,6 +45,11 @@ MARGIN_LINES = 2
 # A changed line or piece of text that recurs more often than this in the file
 # (`try:`) points nowhere in particular: its places are not followed.
 MAX_TEXT_PLACES = 4
+# Places farther than this from the edit (lines) are not followed. People's next
+# edit is near their last: on the dev sets every right proposal lay within 24 lines
+# of the edit and every one beyond 30 was wrong; and a change the user cannot see
+# interrupts more than it helps. A rename that reaches further is a rename request.
+MAX_PLACE_LINES = 30
 # Larger documents are not searched: each request parses the text before and after
 # the edit (about 35 ms per 100,000 characters each).
 MAX_PARSE_CHARS = 300_000
@@ -77,8 +82,8 @@ def occurrence_lines(
 ) -> list[int]:
     """The 0-based lines of `text` where `names` occur as identifiers, or the hunk's
     other substitutions as code (when they recur at most MAX_TEXT_PLACES times);
-    lines in `skip` [a, b) left out, and those outside `scope` (the function a
-    renamed local lives in: scope.py). Empty when the language has no grammar or the
+    lines in `skip` [a, b) (the edit) left out, as are those more than MAX_PLACE_LINES
+    from it and those outside `scope` (the function a renamed local lives in: scope.py). Empty when the language has no grammar or the
     document is too large to parse."""
     root = syntax_root(language_id, text) if len(text) <= MAX_PARSE_CHARS else None
     if root is None:
@@ -108,8 +113,14 @@ def occurrence_lines(
         found = {line for line in found if scope[0] <= line < scope[1]}
     found |= _line_edit_places(text, root, starts, hunk, skip)
     if skip is not None:
-        found -= set(range(*skip))
+        found = {line for line in found if _nearby(line, skip)}
     return sorted(found)
+
+
+def _nearby(line: int, edited: tuple[int, int]) -> bool:
+    """Is `line` outside the `edited` lines [a, b) and at most MAX_PLACE_LINES from them?"""
+    first, end = edited
+    return first - MAX_PLACE_LINES <= line < first or end <= line < end + MAX_PLACE_LINES
 
 
 def _line_edit_places(

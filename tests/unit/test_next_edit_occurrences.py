@@ -8,7 +8,12 @@ from dataclasses import replace
 
 from speculator.edits import Edit, EditHistory
 from speculator.next_edit.core import SCORE_CONTEXT_LINES, NextEditRequest, prepare
-from speculator.next_edit.occurrences import occurrence_lines, removed_names, target_window
+from speculator.next_edit.occurrences import (
+    MAX_PLACE_LINES,
+    occurrence_lines,
+    removed_names,
+    target_window,
+)
 from speculator.next_edit.window import Hunk, choose_window
 
 
@@ -55,12 +60,12 @@ def test_removed_names_are_the_identifiers_the_edit_took_away() -> None:
     assert names_removed('raise E("no tox.git")', 'raise E("no pluggy")') == []
 
 
-def test_a_rename_at_line_10_with_another_use_at_line_80_moves_the_window_there() -> None:
-    text = document({10: "count = start()", 80: "report(count)"})
+def test_a_rename_at_line_10_with_another_use_at_line_36_moves_the_window_there() -> None:
+    text = document({10: "count = start()", 36: "report(count)"})
     request = renamed(text, 10, "count", "amount")
     plan = prepare(request)
     assert plan is not None
-    assert plan.window.first_line <= 80 < plan.window.end_line
+    assert plan.window.first_line <= 36 < plan.window.end_line
     assert "report(count)" in plan.window.text
     # The window is the usual size: the request costs what it did.
     usual = choose_window(request.text, request.cursor, (10, 11))
@@ -71,12 +76,25 @@ def test_a_rename_at_line_10_with_another_use_at_line_80_moves_the_window_there(
     assert "report(amount)" in plan.job.draft
 
 
+def test_a_use_more_than_max_place_lines_from_the_edit_is_not_followed() -> None:
+    last = 11 + MAX_PLACE_LINES - 1
+    reach = renamed(document({10: "count = start()", last: "report(count)"}), 10, "count", "n")
+    assert occurrence_lines(reach.text, "python", ["count"], None, (10, 11)) == [last]
+    text = document({10: "count = start()", last + 1: "report(count)", 80: "log(count)"})
+    request = renamed(text, 10, "count", "amount")
+    assert occurrence_lines(request.text, "python", ["count"], None, (10, 11)) == []
+    plan = prepare(request)
+    # The window stays at the edit, and its draft changes nothing: no proposal.
+    assert plan is not None and plan.window == choose_window(request.text, request.cursor, (10, 11))
+    assert plan.draft_change is None
+
+
 def test_a_model_that_scores_the_draft_reads_only_the_lines_around_its_change() -> None:
-    text = document({10: "count = start()", 80: "report(count)"})
+    text = document({10: "count = start()", 36: "report(count)"})
     request = renamed(text, 10, "count", "amount", draft_only=None)
     scored, rewritten = prepare(request), prepare(replace(request, draft_only=False))
     assert scored is not None and rewritten is not None and scored.draft_only
-    lines = range(80 - SCORE_CONTEXT_LINES, 80 + SCORE_CONTEXT_LINES + 1)
+    lines = range(36 - SCORE_CONTEXT_LINES, 36 + SCORE_CONTEXT_LINES + 1)
     assert (scored.window.first_line, scored.window.end_line) == (lines.start, lines.stop)
     assert scored.draft_change is not None and rewritten.draft_change is not None
     assert scored.draft_change.edit == rewritten.draft_change.edit  # the same change
@@ -87,20 +105,20 @@ def test_names_in_strings_and_comments_are_not_places() -> None:
     text = document(
         {
             10: "count = start()",
-            40: "# count them again",
-            50: 'label = "count"',
-            60: 'doc = """the count"""',
-            80: "report(count)",
+            20: "# count them again",
+            25: 'label = "count"',
+            30: 'doc = """the count"""',
+            36: "report(count)",
         }
     )
     request = renamed(text, 10, "count", "amount")
     own = prepare(request)
     assert own is not None
     places = occurrence_lines(request.text, "python", ["count"], None)
-    assert places == [80]
-    assert own.window.first_line <= 80 < own.window.end_line
+    assert places == [36]
+    assert own.window.first_line <= 36 < own.window.end_line
     # Only in strings and comments: the window stays at the cursor.
-    quiet = document({10: "count = start()", 40: "# count", 50: 'label = "count"'})
+    quiet = document({10: "count = start()", 25: "# count", 30: 'label = "count"'})
     plan = prepare(renamed(quiet, 10, "count", "amount"))
     assert plan is not None and plan.window.first_line <= 10 < plan.window.end_line
 
@@ -120,20 +138,20 @@ def test_a_place_inside_the_window_keeps_it_and_one_just_past_it_widens_it() -> 
 
 
 def test_the_nearest_place_wins_and_the_edit_s_own_line_is_not_one() -> None:
-    text = document({10: "count = start()", 50: "report(count)", 90: "log(count)"})
+    text = document({10: "count = start()", 30: "report(count)", 38: "log(count)"})
     request = renamed(text, 10, "count", "amount")
     places = occurrence_lines(request.text, "python", ["count"], None, (10, 11))
-    assert places == [50, 90]
+    assert places == [30, 38]
     window = target_window(request.text, request.cursor, (10, 11), places)
-    assert window.first_line <= 50 < window.end_line
+    assert window.first_line <= 30 < window.end_line
     assert window.text[window.cursor :].startswith("report(count)")
 
 
 def test_a_line_changed_the_same_way_is_found_as_code_not_in_strings() -> None:
-    body = {10: "def a():", 11: "    ...", 40: "def b():", 41: '    """', 42: "    pass"}
-    body |= {43: '    """', 70: "def c():", 71: "    pass"}
+    body = {10: "def a():", 11: "    ...", 20: "def b():", 21: '    """', 22: "    pass"}
+    body |= {23: '    """', 30: "def c():", 31: "    pass"}
     places = occurrence_lines(document(body), "python", [], hunk("    pass", "    ..."), (11, 12))
-    assert places == [71]
+    assert places == [31]
     # A line that recurs all over the file points nowhere in particular.
     common = {10 * i: "def a():" for i in range(1, 7)} | {
         10 * i + 1: "    pass" for i in range(1, 7)
@@ -150,7 +168,7 @@ def test_no_grammar_no_places() -> None:
 
 
 def test_a_moved_window_below_an_edit_that_added_lines_shows_its_own_original() -> None:
-    text = document({10: "count = start()", 80: "report(count)"})
+    text = document({10: "count = start()", 36: "report(count)"})
     at = text.index("count = start()")
     history = EditHistory()
     history.record("u", at, "count = start()", "amount = start()\nextra = 1")
@@ -159,16 +177,16 @@ def test_a_moved_window_below_an_edit_that_added_lines_shows_its_own_original() 
         text=after, cursor=at + 5, edits=history.edits("u"), path="m.py", prompt_format="sweep"
     )
     plan = prepare(request)
-    assert plan is not None and plan.window.first_line <= 81 < plan.window.end_line
+    assert plan is not None and plan.window.first_line <= 37 < plan.window.end_line
     # Below the edit nothing changed: the window before the edit is the window now.
     assert f"<|file_sep|>original/m.py\n{plan.window.text}<|file_sep|>current" in plan.prompt.text
 
 
 def test_a_renamed_attribute_is_found_as_attributes_and_a_plain_name_as_plain_names() -> None:
-    body = {10: "self.result = result", 30: "return self.result", 50: "print(result)"}
+    body = {10: "self.result = result", 20: "return self.result", 30: "print(result)"}
     text = document(body)
-    assert occurrence_lines(text, "python", [".result"], None, (10, 11)) == [30]
-    assert occurrence_lines(text, "python", ["result"], None, (10, 11)) == [50]
+    assert occurrence_lines(text, "python", [".result"], None, (10, 11)) == [20]
+    assert occurrence_lines(text, "python", ["result"], None, (10, 11)) == [30]
 
 
 def test_a_place_on_the_window_s_last_line_widens_it_where_a_change_can_be_proposed() -> None:
