@@ -89,6 +89,7 @@ def occurrence_lines(
     if root is None:
         return []
     starts = line_starts(text)
+    in_code = _edit_in_code(root, text, starts, skip)
     found: set[int] = set()
     for name in names:
         pattern = word_pattern(name.lstrip("."), name.startswith("."))
@@ -103,7 +104,7 @@ def occurrence_lines(
             at = match.start()
             line = line_of(starts, at)
             whole = text[starts[line] : line_end(text, at)].strip() == sub.old
-            if (whole or not sub.whole_line) and _in_code(root, text, at):
+            if (whole or not sub.whole_line) and _carried_to(root, text, at, whole, in_code):
                 lines.add(line)
         if skip is not None:
             lines -= set(range(*skip))
@@ -111,7 +112,7 @@ def occurrence_lines(
             found |= lines
     if scope is not None:
         found = {line for line in found if scope[0] <= line < scope[1]}
-    found |= _line_edit_places(text, root, starts, hunk, skip)
+    found |= _line_edit_places(text, root, starts, hunk, skip, in_code)
     if skip is not None:
         found = {line for line in found if _nearby(line, skip)}
     return sorted(found)
@@ -129,17 +130,43 @@ def _line_edit_places(
     starts: list[int],
     hunk: Hunk | None,
     skip: tuple[int, int] | None,
+    in_code: bool,
 ) -> set[int]:
     """Where line_edits.py carries the hunk: the line below an anchor of inserted
-    lines, or a twin of the line text was appended to."""
+    lines, or a twin of the line text was appended to; in code if the edit was."""
     ins = insertion(hunk) if hunk is not None else None
     add = added(hunk) if hunk is not None else None
     lines = text.split("\n")
     if ins is not None:
-        return {i + 1 for i in anchors(lines, ins) if _in_code(root, text, starts[i])}
+        found = {i for i in anchors(lines, ins) if _in_code(root, text, starts[i]) == in_code}
+        return {i + 1 for i in found}
     if add is not None:
-        return {i for i in added_twins(lines, add, skip) if _in_code(root, text, starts[i])}
+        twins = added_twins(lines, add, skip)
+        return {i for i in twins if _in_code(root, text, starts[i]) == in_code}
     return set()
+
+
+def _carried_to(root: tree_sitter.Node, text: str, at: int, whole: bool, in_code: bool) -> bool:
+    """Is a piece or line at `at` a place? In code, for an edit made in code; in a
+    string or comment only as a whole line, for an edit made there: a piece of
+    prose or of a template recurs by chance, a whole line copied does not."""
+    if _in_code(root, text, at):
+        return in_code
+    return whole and not in_code
+
+
+def _edit_in_code(
+    root: tree_sitter.Node, text: str, starts: list[int], edited: tuple[int, int] | None
+) -> bool:
+    """Was the edit made in code (True unless its first line starts inside a string
+    or comment: a docstring's line)? Its pieces and lines are carried to the same
+    kind of text: a docstring's `:raises:` line to the docstring of the sibling."""
+    if edited is None or edited[0] >= len(starts):
+        return True
+    start = starts[edited[0]]
+    end = line_end(text, start)
+    line = text[start:end]
+    return _in_code(root, text, start + len(line) - len(line.lstrip()))
 
 
 def target_window(

@@ -198,3 +198,26 @@ def test_a_place_on_the_window_s_last_line_widens_it_where_a_change_can_be_propo
     assert plan.window.first_line == usual.first_line
     assert plan.window.end_line == usual.end_line + 2
     assert "report(amount)" in plan.job.draft and plan.asks_model
+
+
+def test_a_docstring_line_edit_is_carried_to_its_twin_in_another_docstring() -> None:
+    raises = "    :raises TypeError: if *timeout* is not a number"
+    body = {10: "def a():", 11: '    """A.', 12: raises, 13: '    """'}
+    body |= {20: "def b():", 21: '    """B.', 22: raises, 23: '    """'}
+    text = document(body)
+    edited = Hunk("m.py", 12, [raises], [raises + ", or *blocking* is not a bool"], [], [])
+    assert occurrence_lines(text, "python", [], edited, (12, 13)) == [22]
+    # Made in code, the same text is carried to code only.
+    code = {10: "x = f(a)", 20: "y = f(a)", 22: '"""', 23: "x = f(a)", 24: '"""'}
+    edited = Hunk("m.py", 10, ["x = f(a)"], ["x = f(a) or default"], [], [])
+    assert occurrence_lines(document(code), "python", [], edited, (10, 11)) == []
+
+
+def test_a_piece_changed_in_a_string_is_not_carried_to_other_strings() -> None:
+    body = {10: 's = "wait(f, 10000)"', 14: 't = "wait(g, 10000)"'}
+    edited = Hunk("m.py", 10, [body[10]], [body[10].replace("10000", "20000")], [], [])
+    assert occurrence_lines(document(body), "python", [], edited, (10, 11)) == []
+    # A whole line that recurs in a string is one place.
+    lines = {10: 'doc = """', 11: "    wait(f, 10000)", 12: "    wait(f, 10000)", 13: '"""'}
+    edited = Hunk("m.py", 11, [lines[11]], ["    wait(f, 20000)"], [], [])
+    assert occurrence_lines(document(lines), "python", [], edited, (11, 12)) == [12]
