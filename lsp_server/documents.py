@@ -20,7 +20,7 @@ import tree_sitter
 from lsprotocol import types
 
 from speculator.edits import EditHistory
-from speculator.languages import new_parser
+from speculator.languages import document_language_id, new_parser
 from speculator.syntax import DEFINITION_TYPES, byte_offset, char_offset, point, utf8
 from speculator.validate import text_problem
 
@@ -197,7 +197,8 @@ class DocumentStore:
         return list(self._docs.values())
 
     def open(self, item: types.TextDocumentItem) -> Document:
-        doc = Document(item.uri, item.language_id, item.version, item.text, self.max_chars)
+        language_id = document_language_id(item.language_id, item.uri)
+        doc = Document(item.uri, language_id, item.version, item.text, self.max_chars)
         self._docs[item.uri] = doc
         self.history.reset(item.uri)
         if doc.problem:

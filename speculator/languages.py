@@ -43,6 +43,20 @@ def language_id_for_path(path: str) -> str:
     return "plaintext"
 
 
+def document_language_id(language_id: str, uri: str) -> str:
+    """The languageId a document is read as: the client's, when a grammar knows it
+    (any case); else, when the file name says, its extension's. Clients and
+    scripts send what they call a language ("Python", "py", "plaintext", or
+    nothing), and a .py file read as plain text would get no tree."""
+    if language_id in _GRAMMARS or language_id.lower() in _GRAMMARS:
+        return language_id.lower()
+    guess = language_id_for_path(uri.split("?", 1)[0].split("#", 1)[0])
+    if guess == "plaintext":
+        return language_id
+    log.debug("%s: languageId %r read as %s, from its name", uri, language_id, guess)
+    return guess
+
+
 @functools.cache
 def grammar(language_id: str) -> tree_sitter.Language | None:
     """The tree-sitter Language for a languageId, or None if we have no grammar."""

@@ -190,3 +190,26 @@ def test_edits_never_parse_and_the_tree_catches_up_when_asked() -> None:
     assert doc.syntax_tree(text) is doc.syntax_tree(text)  # no second parse
     edit(doc, 0, 0, "x")
     assert doc.syntax_tree(text) is None  # a stale snapshot gets no tree
+
+
+@pytest.mark.parametrize(
+    ("sent", "uri", "read_as"),
+    [
+        ("python", "file:///w/a.py", "python"),
+        ("Python", "file:///w/a.py", "python"),
+        ("plaintext", "file:///w/a.py", "python"),
+        ("", "file:///w/app.ts", "typescript"),
+        ("javascript", "file:///w/a.py", "javascript"),  # a known languageId is the client's word
+        ("lua", "file:///w/init.lua", "lua"),  # no grammar either way: as sent
+        ("plaintext", "file:///w/notes.txt", "plaintext"),
+    ],
+)
+def test_a_document_is_read_as_its_languageid_or_else_as_its_name_says(
+    sent: str, uri: str, read_as: str
+) -> None:
+    store = DocumentStore(max_chars=1_000_000)
+    doc = store.open(types.TextDocumentItem(uri=uri, language_id=sent, version=1, text=SOURCE))
+    assert doc.language_id == read_as
+    assert (doc.syntax_tree(doc.text) is not None) == (
+        read_as in ("python", "typescript", "javascript")
+    )
