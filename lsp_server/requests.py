@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import msgspec
 from lsprotocol import types
 
+from speculator.languages import document_language_id
 from speculator.types import CompletionRequest, RefactorRequest, Speculation
 from speculator.validate import instruction_problem, text_problem
 
@@ -82,7 +83,7 @@ class Range(msgspec.Struct):
 class _Source(msgspec.Struct, kw_only=True, rename="camel"):
     text_document: DocumentRef | None = None
     text: str | None = None
-    language_id: str = "python"
+    language_id: str | None = None  # inline text: else from `path`, else Python
     path: str | None = None
     max_tokens: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOKENS)] | None = None
     speculation: Speculation | None = None
@@ -140,8 +141,9 @@ def resolve(source: _Source, documents: DocumentStore) -> Resolved:
         raise InvalidParams("give either textDocument {uri} or text")
     if (problem := text_problem(source.text, documents.max_chars)) is not None:
         raise RequestFailed(problem)
+    language_id = document_language_id(source.language_id or "", source.path or "")
     return Resolved(
-        source.text, LineIndex(source.text), source.language_id, source.path, None, None
+        source.text, LineIndex(source.text), language_id or "python", source.path, None, None
     )
 
 
