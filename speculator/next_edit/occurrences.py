@@ -133,16 +133,19 @@ def _line_edit_places(
     in_code: bool,
 ) -> set[int]:
     """Where line_edits.py carries the hunk: the line below an anchor of inserted
-    lines, or a twin of the line text was appended to; in code if the edit was."""
+    lines like the edit's own anchor, or a twin of the line text was appended to
+    (in code if the edit was: `in_code`)."""
     ins = insertion(hunk) if hunk is not None else None
     add = added(hunk) if hunk is not None else None
     lines = text.split("\n")
     if ins is not None:
-        found = {i for i in anchors(lines, ins) if _in_code(root, text, starts[i]) == in_code}
-        return {i + 1 for i in found}
+        anchor = skip[0] - 1 if skip is not None else -1
+        kind = _line_in_code(root, text, starts, anchor) if anchor >= 0 else True
+        found = anchors(lines, ins)
+        return {i + 1 for i in found if _line_in_code(root, text, starts, i) == kind}
     if add is not None:
         twins = added_twins(lines, add, skip)
-        return {i for i in twins if _in_code(root, text, starts[i]) == in_code}
+        return {i for i in twins if _line_in_code(root, text, starts, i) == in_code}
     return set()
 
 
@@ -158,15 +161,19 @@ def _carried_to(root: tree_sitter.Node, text: str, at: int, whole: bool, in_code
 def _edit_in_code(
     root: tree_sitter.Node, text: str, starts: list[int], edited: tuple[int, int] | None
 ) -> bool:
-    """Was the edit made in code (True unless its first line starts inside a string
-    or comment: a docstring's line)? Its pieces and lines are carried to the same
+    """Was the edit made in code (True unless its first line is in a string or a
+    comment: a docstring's line)? Its pieces and lines are carried to the same
     kind of text: a docstring's `:raises:` line to the docstring of the sibling."""
-    if edited is None or edited[0] >= len(starts):
+    return edited is None or _line_in_code(root, text, starts, edited[0])
+
+
+def _line_in_code(root: tree_sitter.Node, text: str, starts: list[int], line: int) -> bool:
+    """Is the line's first character (after its indentation) code?"""
+    if line >= len(starts):
         return True
-    start = starts[edited[0]]
-    end = line_end(text, start)
-    line = text[start:end]
-    return _in_code(root, text, start + len(line) - len(line.lstrip()))
+    start = starts[line]
+    body = text[start : line_end(text, start)]
+    return _in_code(root, text, start + len(body) - len(body.lstrip()))
 
 
 def target_window(

@@ -221,3 +221,23 @@ def test_a_piece_changed_in_a_string_is_not_carried_to_other_strings() -> None:
     lines = {10: 'doc = """', 11: "    wait(f, 10000)", 12: "    wait(f, 10000)", 13: '"""'}
     edited = Hunk("m.py", 11, [lines[11]], ["    wait(f, 20000)"], [], [])
     assert occurrence_lines(document(lines), "python", [], edited, (11, 12)) == [12]
+
+
+def test_lines_inserted_in_a_docstring_follow_the_same_anchor_in_another_docstring() -> None:
+    param = "    :param x: the value to check"
+    raises = "    :raises ValueError: when x is negative"
+    body = {10: "def a(x):", 11: '    """A.', 12: param, 13: raises, 14: '    """'}
+    body |= {20: "def b(x):", 21: '    """B.', 22: param, 23: '    """'}
+    edited = Hunk("m.py", 13, [], [raises], [param], ['    """'])
+    places = occurrence_lines(document(body), "python", [], edited, (13, 14))
+    assert places == [23]
+    # Inserted below a line of code, the lines follow that line's twins in code only.
+    code = {
+        10: "    total = count(x)",
+        11: "    log(total)",
+        20: '    """',
+        21: "    total = count(x)",
+    }
+    code |= {22: '    """', 30: "    total = count(x)"}
+    edited = Hunk("m.py", 11, [], ["    log(total)"], ["    total = count(x)"], [])
+    assert occurrence_lines(document(code), "python", [], edited, (11, 12)) == [31]
