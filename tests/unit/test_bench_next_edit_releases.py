@@ -120,3 +120,22 @@ def test_pip_failing_is_named_by_its_last_line(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(next_edit_releases.subprocess, "run", failed)
     with pytest.raises(BuildError, match=r"^pip index: ERROR: no route$"):
         next_edit_releases._pip("index", "versions", "demo")
+
+
+def test_two_builds_of_a_history_are_the_same_commits(
+    registry: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The miner names tasks by commit and draws each task's direction from its
+    hash: a build a year later, by someone else, must give the same tasks."""
+    wheels = next_edit_releases._wheels(
+        "demo", "1.2.0", 3, tmp_path / "cache" / "bench-wheels" / "demo"
+    )
+    heads = []
+    for name, year in (("one", 2025), ("two", 2026)):
+        monkeypatch.setenv("GIT_AUTHOR_DATE", f"{year}-12-05T12:00:00+0000")
+        monkeypatch.setenv("GIT_COMMITTER_DATE", f"{year}-12-05T12:00:00+0000")
+        monkeypatch.setenv("GIT_AUTHOR_NAME", name)
+        next_edit_releases._history(wheels, tmp_path / name)
+        head = ["git", "-C", str(tmp_path / name), "rev-parse", "HEAD"]
+        heads.append(subprocess.run(head, capture_output=True, text=True, check=True).stdout)
+    assert heads[0] == heads[1]
