@@ -3,19 +3,21 @@
 A rename is rarely made once. The names the edit took away (identifiers its old
 lines had more of than its new ones: `_tag2proc` in `self._tag2proc` ->
 `self._tags2proc`) are read from the parse trees of the text before and after it,
-and found in the rest of the document with tree-sitter, as identifier nodes only:
-a name in a string or a comment is not code to change. A name taken away as an
+and found in the rest of the document with tree-sitter, as identifier nodes only: a
+name in a string or a comment is not code to change. A name taken away as an
 attribute (`.result`, written so) is looked up as attributes only, a plain name as
-plain names only. The edit's other
-substitutions (a changed piece of text, a whole line changed: draft.py) are found
-as text outside strings and comments, and so are the lines that lines it inserted
-follow and the twins of a line it appended text to (line_edits.py).
+plain names only. The edit's other substitutions (a changed piece of text, a whole
+line changed: draft.py) are found as text outside strings and comments, and so are
+the lines that lines it inserted follow and the twins of a line it appended text to
+(line_edits.py); an edit made in a docstring or comment is carried there instead, as
+whole lines only.
 
-Only places within MAX_PLACE_LINES of the edit count. When none of them lies in
-the window around the cursor but one does elsewhere, the window is widened to reach it when that costs a few lines, or else
-moved to it: the model rewrites one window of the usual size either way, so a
-request costs what it did. On the dev tasks the next edit lies outside the cursor's
-window in 21 of 51; in 4 of them it is such a place (docs/next-edit.md).
+Only places within MAX_PLACE_LINES of the edit count. When none of them lies in the
+window around the cursor but one does elsewhere, the window is widened to reach it
+when that costs a few lines, or else moved to it: the model rewrites one window of
+the usual size either way, so a request costs what it did. On the dev tasks the next
+edit lies outside the cursor's window in 21 of 51; in 4 of them it is such a place
+(docs/next-edit.md).
 """
 
 from __future__ import annotations
@@ -82,9 +84,10 @@ def occurrence_lines(
 ) -> list[int]:
     """The 0-based lines of `text` where `names` occur as identifiers, or the hunk's
     other substitutions as code (when they recur at most MAX_TEXT_PLACES times);
-    lines in `skip` [a, b) (the edit) left out, as are those more than MAX_PLACE_LINES
-    from it and those outside `scope` (the function a renamed local lives in: scope.py). Empty when the language has no grammar or the
-    document is too large to parse."""
+    lines in `skip` [a, b) (the edit) left out, as are those more than
+    MAX_PLACE_LINES from it and those outside `scope` (the function a renamed local
+    lives in: scope.py). Empty when the language has no grammar or the document is
+    too large to parse."""
     root = syntax_root(language_id, text) if len(text) <= MAX_PARSE_CHARS else None
     if root is None:
         return []
