@@ -15,7 +15,7 @@ from __future__ import annotations
 import tree_sitter
 
 from ..languages import new_parser
-from ..syntax import byte_offset, utf8
+from ..syntax import byte_offset, point, utf8
 from .proposal import TextEdit
 from .trees import syntax_tree
 
@@ -46,17 +46,11 @@ def _edited_tree(
         start_byte=byte_offset(text, edit.start),
         old_end_byte=byte_offset(text, edit.end),
         new_end_byte=byte_offset(edited, new_end),
-        start_point=_point(text, edit.start),
-        old_end_point=_point(text, edit.end),
-        new_end_point=_point(edited, new_end),
+        start_point=point(text, edit.start),
+        old_end_point=point(text, edit.end),
+        new_end_point=point(edited, new_end),
     )
     return copy
-
-
-def _point(text: str, at: int) -> tuple[int, int]:
-    """(row, byte column) of offset `at`, as tree-sitter counts them."""
-    line_start = text.rfind("\n", 0, at) + 1
-    return text.count("\n", 0, at), len(utf8(text[line_start:at]))
 
 
 def _line_end(text: str, at: int) -> int:
