@@ -48,7 +48,7 @@ def document_language_id(language_id: str, uri: str) -> str:
     (any case); else, when the file name says, its extension's. Clients and
     scripts send what they call a language ("Python", "py", "plaintext", or
     nothing), and a .py file read as plain text would get no tree."""
-    if language_id in _GRAMMARS or language_id.lower() in _GRAMMARS:
+    if language_id.lower() in _GRAMMARS:
         return language_id.lower()
     guess = language_id_for_path(uri.split("?", 1)[0].split("#", 1)[0])
     if guess == "plaintext":
