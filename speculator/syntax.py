@@ -73,3 +73,9 @@ def point(text: str, offset: int) -> tuple[int, int]:
     row = text.count("\n", 0, offset)
     line_start = text.rfind("\n", 0, offset) + 1
     return row, utf8_len(text[line_start:offset])
+
+
+def line_end(text: str, offset: int) -> int:
+    """The offset of the "\\n" that ends the line holding `offset` (the text's end)."""
+    end = text.find("\n", offset)
+    return len(text) if end == -1 else end

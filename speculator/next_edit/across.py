@@ -18,8 +18,8 @@ from pathlib import PurePosixPath
 import tree_sitter
 
 from ..edits import Edit
-from ..syntax import byte_offset
-from .occurrences import MAX_PARSE_CHARS, identifiers_on_lines, is_identifier, line_end
+from ..syntax import byte_offset, line_end
+from .occurrences import MAX_PARSE_CHARS, identifiers_on_lines, is_identifier
 from .trees import syntax_root
 from .window import line_of, line_starts
 

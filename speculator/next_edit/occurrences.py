@@ -30,7 +30,7 @@ from collections.abc import Iterator
 import tree_sitter
 
 from ..edits import Edit
-from ..syntax import STRING_OR_COMMENT, byte_offset
+from ..syntax import STRING_OR_COMMENT, byte_offset, line_end
 from .draft import piece_pattern, substitutions, word_pattern
 from .line_edits import added, added_twins, anchors, insertion
 from .trees import syntax_root
@@ -254,11 +254,6 @@ def _in_code(root: tree_sitter.Node, text: str, offset: int) -> bool:
             return False
         node = node.parent
     return True
-
-
-def line_end(text: str, offset: int) -> int:
-    end = text.find("\n", offset)
-    return len(text) if end == -1 else end
 
 
 def _first_char(text: str, line_start: int) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import tree_sitter
 
 from ..languages import new_parser
-from ..syntax import byte_offset, point, utf8
+from ..syntax import byte_offset, line_end, point, utf8
 from .proposal import TextEdit
 from .trees import syntax_tree
 
@@ -28,8 +28,8 @@ def breaks_syntax(language_id: str, text: str, edit: TextEdit) -> bool:
         return False
     edited = text[: edit.start] + edit.new_text + text[edit.end :]
     first = text.rfind("\n", 0, edit.start) + 1
-    end = _line_end(text, edit.end)
-    new_end = _line_end(edited, edit.start + len(edit.new_text))
+    end = line_end(text, edit.end)
+    new_end = line_end(edited, edit.start + len(edit.new_text))
     after = parser.parse(utf8(edited), _edited_tree(before, text, edited, edit)).root_node
     old_errors = _errors(before.root_node, byte_offset(text, first), byte_offset(text, end))
     return _errors(after, byte_offset(edited, first), byte_offset(edited, new_end)) > old_errors
@@ -51,11 +51,6 @@ def _edited_tree(
         new_end_point=point(edited, new_end),
     )
     return copy
-
-
-def _line_end(text: str, at: int) -> int:
-    end = text.find("\n", at)
-    return len(text) if end == -1 else end
 
 
 def _errors(root: tree_sitter.Node, start: int, end: int) -> int:
