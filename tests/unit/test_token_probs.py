@@ -15,8 +15,8 @@ from lsp_server.http_probs import LOWEST_FLOAT, bias_entries, probabilities
 from speculator.controller import REFACTOR_PRIORS, Controller
 from speculator.decode import Decoder
 from speculator.drafters import Draft
-from speculator.sampling import SamplingParams
-from speculator.token_probs import Shaping, kept_choices, token_bias
+from speculator.sampling import SamplingParams, token_prob
+from speculator.token_probs import Shaping, kept_choices, softmax, token_bias
 from speculator.types import CompletionRequest, TokenChoice, TokenProb
 
 VOCAB = 48
@@ -167,3 +167,13 @@ def test_only_the_tokens_of_the_finished_text_are_reported() -> None:
     choices = [TokenChoice(i, piece, 1.0, []) for i, piece in enumerate([b"ab", b"c", b"\n"])]
     assert [c.token for c in kept_choices(choices, "abc")] == [0, 1]
     assert [c.token for c in kept_choices(choices, "ab")] == [0]
+
+
+def test_a_tokens_probability_is_the_float64_softmax_within_a_millionth() -> None:
+    rng = np.random.default_rng(7)
+    row = rng.normal(0.0, 4.0, 151_936).astype(np.float32)
+    row[11] += 30.0  # one token nearly certain, the rest in its tail
+    exact = softmax(row)
+    for token in (11, 0, int(np.argmin(row)), 151_935):
+        assert math.isclose(token_prob(row, token), exact[token], rel_tol=1e-6, abs_tol=1e-30)
+    assert token_prob(np.array([0.0, -np.inf], dtype=np.float32), 1) == 0.0
