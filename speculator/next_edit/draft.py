@@ -18,10 +18,13 @@ attributes, a renamed plain name only to plain names: the parameter `result` is
 another variable. Word pairs come only from a line whose words were replaced in
 place: where words were also added or removed (`H.wait(function() ... end)` ->
 `H.client()`), the line was rewritten, and `wait -> client` is no rename.
+A name renamed to a builtin (`List -> list`) is not renamed in import lines:
+nobody imports `list`; the import is left for the user to remove.
 """
 
 from __future__ import annotations
 
+import builtins
 import difflib
 import keyword
 import re
@@ -33,6 +36,7 @@ from .window import Hunk
 
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+_IMPORT_LINE = re.compile(r"\s*(?:from\s+[\w.]+\s+)?import\s")
 # A changed piece of text shorter than this (bar whitespace) is too common to
 # substitute blindly: "0" -> "1" would change every 0 in the window.
 MIN_PIECE_CHARS = 4
@@ -40,6 +44,8 @@ MIN_PIECE_CHARS = 4
 # change of that line's logic, not a rename to carry (Python's keywords, and the
 # literals of the other languages).
 KEYWORDS = frozenset(keyword.kwlist) | {"true", "false", "null", "nil", "undefined", "this"}
+# Python's builtin names: used without an import.
+BUILTINS = frozenset(dir(builtins))
 # A line whose words changed in more ways than this was rewritten (a comment
 # reworded), not renamed: `window -> of`, `a -> in` are not carried.
 MAX_WORD_CHANGES = 2
@@ -152,13 +158,30 @@ def apply_substitutions(
     if not subs:
         return window
     lines = window.split("\n")
+    imports = _import_lines(lines)
     for i, line in enumerate(lines):
         if skip_lines is not None and skip_lines[0] <= i < skip_lines[1]:
             continue
         if within is not None and not within[0] <= i < within[1]:
             continue
-        lines[i] = _substituted(line, subs)
+        lines[i] = _substituted(line, _without_renames_to_builtins(subs) if i in imports else subs)
     return "\n".join(lines)
+
+
+def _without_renames_to_builtins(subs: list[Substitution]) -> list[Substitution]:
+    """`subs` without the renames to a builtin (`List -> list`): for import lines."""
+    return [sub for sub in subs if not (sub.whole_word and sub.new in BUILTINS)]
+
+
+def _import_lines(lines: list[str]) -> set[int]:
+    """Indexes of the lines of import statements (`from x import (` to its `)`)."""
+    found: set[int] = set()
+    in_parens = False
+    for i, line in enumerate(lines):
+        if in_parens or _IMPORT_LINE.match(line):
+            found.add(i)
+            in_parens = (in_parens or "(" in line) and ")" not in line
+    return found
 
 
 def _substituted(line: str, subs: list[Substitution]) -> str:

@@ -10,7 +10,6 @@ nothing. Python only; the model still scores the change against the bar.
 
 from __future__ import annotations
 
-import builtins
 import logging
 import re
 from collections import Counter
@@ -20,7 +19,7 @@ from pathlib import PurePosixPath
 import tree_sitter
 
 from ..types import Snippet
-from .draft import word_pattern
+from .draft import BUILTINS, word_pattern
 from .scope import BINDERS, field_of
 from .trees import syntax_root
 
@@ -33,7 +32,6 @@ MAX_SCAN_CHARS = 300_000
 # Names looked up per request: an edit that wrote many new names is new code,
 # not a use of one more import.
 MAX_NAMES = 3
-_BUILTINS = frozenset(dir(builtins))
 _IMPORT_TYPES = ("import_statement", "import_from_statement", "future_import_statement")
 # A name in these places is being bound or is a member, not used.
 _BINDING_PARENTS = frozenset(
@@ -99,7 +97,7 @@ def unbound_names(text: str, root: tree_sitter.Node, focus: tuple[int, int]) -> 
     found: list[str] = []
     for node in nodes:
         name = _name(node)
-        if name in found or name in bound or name in _BUILTINS:
+        if name in found or name in bound or name in BUILTINS:
             continue
         if word_pattern(name, member=False).search(elsewhere):
             continue

@@ -3,7 +3,8 @@ lines equal to it (`raise PluginValidationError(` given a new first argument),
 indented as each of them is. And text appended to a line (`  # pragma: no cover`
 after `except AttributeError:`), appended to the lines that begin and end with the
 same words as that line did (`except Exception:`), as is text added at its
-start (`# ` commenting it out, `await `). A comment appended is carried only when
+start (`# ` commenting it out, `await `); an `f` prefix, only to the strings that
+have a `{` to fill. A comment appended is carried only when
 a tool reads it (`# type: ignore[x]`): one written for people explains the line
 it was put on. Beside draft.py's substitutions, which change lines in place.
 
@@ -32,6 +33,8 @@ MAX_INSERTED_LINES = 8
 MIN_APPENDED_CHARS = 2
 _TOKEN = re.compile(r"\w+|[^\w\s]")
 _WORD_PAIR = re.compile(r"\w\w")
+# A string prefix that makes an f-string (`f"`, `rf'`): it fills the string's `{}`.
+_F_PREFIX = re.compile(r"[rRbB]?[fF][rRbB]?$")
 _COMMENT = re.compile(r"\s*(?:#|//|--)")
 # A comment a tool reads: a lowercase word that a colon, a bracket or an `=` follows,
 # or that ends it (`# pragma: no cover`, `# type: ignore[x]`, `// @ts-ignore`, `# nosec`),
@@ -133,9 +136,15 @@ def added_twins(lines: list[str], add: Added, skip: tuple[int, int] | None) -> l
     at = [
         i
         for i, line in enumerate(lines)
-        if _outside(i, skip) and _ends(line) == (add.first, add.last)
+        if _outside(i, skip) and _ends(line) == (add.first, add.last) and _fills(line, add)
     ]
     return at if len(at) <= MAX_ANCHOR_PLACES else []
+
+
+def _fills(line: str, add: Added) -> bool:
+    """Has `line` what the text added does something to? An `f` prefix on a string
+    without a `{` would change nothing (and linters flag it)."""
+    return not (add.at_start and _F_PREFIX.match(add.text) and "{" not in line)
 
 
 def carry_added(lines: list[str], add: Added, skip: tuple[int, int] | None) -> list[str]:

@@ -118,6 +118,22 @@ def test_a_renamed_attribute_is_carried_to_attributes_only() -> None:
     assert drafted == "x = amount + obj.count\n"
 
 
+def test_a_name_renamed_to_a_builtin_is_not_renamed_in_imports() -> None:
+    line = "def f(a: List[int]) -> Tuple[int, ...]:"
+    hunk = Hunk("p", 0, [line], ["def f(a: list[int]) -> tuple[int, ...]:"], [], [])
+    window = (
+        "from typing import List, Tuple\n"
+        "from typing import (\n    List,\n    Tuple,\n)\n"
+        "def g(b: List[str]) -> Tuple[str]:\n"
+    )
+    drafted = apply_substitutions(window, substitutions(hunk))
+    assert drafted == window.replace("g(b: List[str]) -> Tuple", "g(b: list[str]) -> tuple")
+    # A rename to a name that is no builtin may be the import's too.
+    other = Hunk("p", 0, ["x = List(a)"], ["x = Seq(a)"], [], [])
+    drafted = apply_substitutions("from m import List\ny = List(b)\n", substitutions(other))
+    assert drafted == "from m import Seq\ny = Seq(b)\n"
+
+
 def test_a_change_of_several_words_or_a_removal_is_carried_as_one_piece() -> None:
     call = Hunk(
         "p", 0, ['  r = MC([a], {}, {"first": True})'], ["  r = MC([a], {}, first=True)"], [], []

@@ -164,6 +164,13 @@ def test_a_line_commented_out_is_carried_to_its_twins_indented_as_each_is() -> N
     assert after == "def f():\n    # print(a)\n    run()\n    if a:\n        # print(b)\n"
 
 
+def test_an_f_prefix_is_carried_only_to_strings_with_a_placeholder() -> None:
+    code = 'raise E(\n    "the scheme must be http,"\n    " but got {url}."\n    " or {other}"\n)\n'
+    at = code.index('" but got')
+    after = proposed(inserted(code, at, "f"))
+    assert after == code.replace('" but', 'f" but').replace('" or', 'f" or')
+
+
 def test_a_comment_for_people_stays_on_its_line_where_a_directive_is_carried() -> None:
     at = TRY.index("except AttributeError:") + len("except AttributeError:")
     remark = "  # Defensive: old classes have no __init__"
