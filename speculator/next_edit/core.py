@@ -41,7 +41,7 @@ from .proposal import (
     scored,
 )
 from .rejoin import RejoinStop, first_stop
-from .scope import local_scope
+from .scope import annotation_swap, local_scope
 from .window import Hunk, Window, choose_window, edited_lines, hunk_of, line_starts, recent_hunks
 
 log = logging.getLogger(__name__)
@@ -241,7 +241,12 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     hunk = own[-1] if own else None
     before = last.undo(request.text)
     names = removed_names(before, request.text, last, request.language_id)
-    scope = local_scope(request.text, request.language_id, last.start, renames(hunk))
+    renamed = renames(hunk)
+    scope = local_scope(request.text, request.language_id, last.start, renamed)
+    if scope is None and annotation_swap(
+        request.text, request.language_id, last.start, last.new_end, renamed
+    ):
+        scope = focus  # one declaration's type changed: carried nowhere
     places = occurrence_lines(request.text, request.language_id, names, hunk, focus, scope)
     edit = (focus, last.old) if focus is not None else None
     rewrites = import_lines(

@@ -8,6 +8,12 @@ around the edit binds (a parameter of it, or a target it assigns) is carried onl
 inside that function, as an editor's rename of a local is. A name the function
 does not bind (a global, an import, a name declared `global` there) is carried
 as before.
+
+A type swapped in one declaration's annotation (`salt: _t_str_bytes` ->
+`salt: _t_opt_str_bytes`, `-> list[float]` -> `-> list[Any]`) is a choice made for
+that parameter or that function, not a rename of the type: its reach is the
+edited lines, and it is carried nowhere (`annotation_swap`). So is one swapped in
+a type alias's value (`Headers: TypeAlias = MutableMapping[str, str]`).
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ import re
 
 import tree_sitter
 
-from ..syntax import byte_offset
+from ..syntax import byte_offset, line_end
+from .draft import word_pattern
 from .occurrences import MAX_PARSE_CHARS
 from .trees import syntax_root
 
@@ -82,6 +89,8 @@ _PATTERNS = frozenset(
 )
 # Fields that hold a use even inside a pattern: a default value, a type.
 _USE_FIELDS = frozenset({"value", "right", "type", "default", "return_type"})
+# Fields that hold a declaration's type, in the grammars served.
+_TYPE_FIELDS = frozenset({"type", "return_type", "result"})
 
 
 def local_scope(
@@ -149,3 +158,45 @@ def field_of(parent: tree_sitter.Node, child: tree_sitter.Node) -> str | None:
         if node.id == child.id:
             return parent.field_name_for_child(index)
     return None
+
+
+def annotation_swap(
+    text: str, language_id: str, start: int, end: int, renames: list[tuple[str, str]]
+) -> bool:
+    """Does each new name of the plain names renamed stand, on the lines the edit
+    [start, end) occupies in `text`, only in a declaration's type annotation?
+    False with no rename or no grammar."""
+    if not renames or len(text) > MAX_PARSE_CHARS:
+        return False
+    root = syntax_root(language_id, text)
+    if root is None:
+        return False
+    first, last = text.rfind("\n", 0, start) + 1, line_end(text, end)
+    for _old, new in renames:
+        uses = list(word_pattern(new, False).finditer(text, first, last))
+        if not uses or not all(_in_annotation(root, text, use.start(), use.end()) for use in uses):
+            return False
+    return True
+
+
+def _in_annotation(root: tree_sitter.Node, text: str, start: int, end: int) -> bool:
+    node: tree_sitter.Node | None = root.descendant_for_byte_range(
+        byte_offset(text, start), byte_offset(text, end)
+    )
+    while node is not None and (parent := node.parent) is not None:
+        field = field_of(parent, node)
+        if field in _TYPE_FIELDS or (field == "right" and _alias(parent)):
+            return True
+        node = parent
+    return False
+
+
+def _alias(statement: tree_sitter.Node) -> bool:
+    """Does `statement` define a type alias (`type X = ...`, `X: TypeAlias = ...`),
+    whose value is a declaration's type too?"""
+    if statement.type == "type_alias_statement":
+        return True
+    annotation = statement.child_by_field_name("type")
+    return statement.type == "assignment" and (
+        annotation is not None and (annotation.text or b"").endswith(b"TypeAlias")
+    )

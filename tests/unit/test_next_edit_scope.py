@@ -79,3 +79,43 @@ def test_other_grammars_scope_parameters_too() -> None:
     go = "package m\n\nfunc f(value int) int {\n\treturn value\n}\n"
     assert scope_at(go, "return value", [("value", "v")], "go") == (2, 5)
     assert scope_at(js, "const value", [("value", "v")], "javascript") is None
+
+
+SIGNER = """def sign(
+    salt: Bytes = b"signer",
+    sep: Bytes = b".",
+) -> list[float]:
+    return [float(x) for x in salt.split(sep)]
+
+
+def verify(key: Bytes) -> list[float]:
+    return sign(key)
+"""
+
+
+def test_a_type_swapped_in_one_annotation_is_carried_nowhere() -> None:
+    for line, old, new in ((1, "Bytes", "OptBytes"), (3, "float", "Any")):
+        plan = prepare(renamed(SIGNER, line, old, new))
+        assert plan is None or plan.draft_change is None, (old, new)
+    # Swapped where it is also called (`float(x)`), it is a rename: carried.
+    plan = prepare(renamed(SIGNER, 4, "float", "Real"))
+    assert plan is not None and "-> list[Real]" in plan.job.draft
+
+
+def test_a_renamed_parameter_with_a_type_is_still_a_rename() -> None:
+    plan = prepare(renamed(SIGNER, 1, "salt", "pepper"))
+    assert plan is not None and "in pepper.split(sep)" in plan.job.draft
+
+
+def test_a_type_swapped_in_one_alias_is_carried_nowhere_but_an_alias_renamed_is() -> None:
+    text = (
+        "Headers: TypeAlias = MutableMapping[str, str]\n"
+        "Proxies: TypeAlias = MutableMapping[str, str]\n"
+        "type Cookies = MutableMapping[str, str]\n"
+        "def send(h: Headers, p: Proxies, c: Cookies) -> None: ...\n"
+    )
+    for line in (0, 2):
+        plan = prepare(renamed(text, line, "MutableMapping", "Mapping"))
+        assert plan is None or plan.draft_change is None, line
+    plan = prepare(renamed(text, 2, "Cookies", "Jar"))
+    assert plan is not None and "c: Jar" in plan.job.draft
