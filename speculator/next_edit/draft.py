@@ -36,6 +36,9 @@ from .window import Hunk
 
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
+# A line that is a string alone (a docstring: `"""Api2 hook"""`), not code that
+# starts with one (`"key": value,`).
+_STRING_LINE = re.compile(r"""\s*[rRbBuU]{0,2}(?:"{3}|'{3}|"[^"]*"\s*$|'[^']*'\s*$)""")
 _IMPORT_LINE = re.compile(r"\s*(?:from\s+[\w.]+\s+)?import\s")
 # A changed piece of text shorter than this (bar whitespace) is too common to
 # substitute blindly: "0" -> "1" would change every 0 in the window.
@@ -74,11 +77,18 @@ def _line_substitutions(old_line: str, new_line: str) -> list[Substitution]:
     old_line, new_line = old_line.rstrip(), new_line.rstrip()
     if new_line.startswith(old_line) and remark(new_line[len(old_line) :]):
         return []  # a comment for people explains this line only (line_edits.remark)
+    if _prose(new_line) and not _prose(old_line):
+        return []  # code made a docstring or a comment: it explains this place only
     found: list[Substitution] = []
     if old_line.strip() and new_line.strip():
         found.append(Substitution(old_line.strip(), new_line.strip(), False, whole_line=True))
     old_words, new_words = _WORD.findall(old_line), _WORD.findall(new_line)
     return found + _word_pairs(old_words, new_words) + _changed_span(old_words, new_words)
+
+
+def _prose(line: str) -> bool:
+    """Is `line` a string or a comment for people (not a tool's directive)?"""
+    return remark(line) or _STRING_LINE.match(line) is not None
 
 
 def _word_pairs(old_words: list[str], new_words: list[str]) -> list[Substitution]:

@@ -118,6 +118,19 @@ def test_a_renamed_attribute_is_carried_to_attributes_only() -> None:
     assert drafted == "x = amount + obj.count\n"
 
 
+def test_code_made_a_docstring_or_a_comment_is_carried_nowhere() -> None:
+    window = "def a():\n    pass\n\n\ndef b():\n    pass\n"
+    for new in ('    """Api2 hook"""', "    # nothing to do yet"):
+        hunk = Hunk("p", 0, ["    pass"], [new], [], [])
+        assert apply_substitutions(window, substitutions(hunk), skip_lines=(1, 2)) == window
+    # Code made other code is carried, a docstring reworded too.
+    stub = Hunk("p", 0, ["    pass"], ["    ..."], [], [])
+    assert apply_substitutions(window, substitutions(stub), skip_lines=(1, 2)).count("...") == 1
+    doc = Hunk("p", 0, ['    """Api hook"""'], ['    """An API hook"""'], [], [])
+    drafted = apply_substitutions('    """Api hook"""\n', substitutions(doc))
+    assert drafted == '    """An API hook"""\n'
+
+
 def test_a_name_renamed_to_a_builtin_is_not_renamed_in_imports() -> None:
     line = "def f(a: List[int]) -> Tuple[int, ...]:"
     hunk = Hunk("p", 0, [line], ["def f(a: list[int]) -> tuple[int, ...]:"], [], [])
