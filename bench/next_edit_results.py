@@ -10,12 +10,12 @@ of speculator/next_edit/call_edits.py). Each task is asked under `off` and `auto
 Then, quiet, the test split of the tasks mined from other projects' releases
 (bench.next_edit_releases: never read, and built from the package registry, so
 that run is left out, with a note, where the registry cannot be reached).
-Then a dev run with the model rewriting the window (nextEditRewrite), on the first
+Then runs with the model rewriting the window (nextEditRewrite), on the first
 REWRITE_TASKS edit and no-op tasks: the rewrite's decode speedup of `auto` over
-`off`. Then replays the import rule on this repository's history
+`off`, on dev quiet and with one core busy, and on the releases' test split. Then replays the import rule on this repository's history
 (bench.next_edit_imports).
 Writes the machine, a summary against the targets of the next-edit issue, and
-each run's full report. About fifteen minutes on a 2-core CPU.
+each run's full report. About half an hour on a 2-core CPU.
 """
 
 from __future__ import annotations
@@ -70,19 +70,16 @@ class Run:
     rewrite: bool = False  # nextEditRewrite: the model writes the window too
 
 
+_SHARE = f"first {REWRITE_TASKS[0]} edit and {REWRITE_TASKS[1]} no-op tasks"
 RUNS = (
     Run("dev, quiet", "dev", False),
     Run("dev, one core busy", "dev", True),
     Run("held-out, quiet", "held-out", False),
     Run("held-out, one core busy", "held-out", True),
     Run("other projects' releases (test split), quiet", "releases", False),
-    Run(
-        f"dev's first {REWRITE_TASKS[0]} edit and {REWRITE_TASKS[1]} no-op tasks, the model "
-        "rewriting, quiet",
-        "dev",
-        False,
-        rewrite=True,
-    ),
+    Run(f"dev's {_SHARE}, the model rewriting, quiet", "dev", False, rewrite=True),
+    Run(f"dev's {_SHARE}, the model rewriting, one core busy", "dev", True, rewrite=True),
+    Run(f"the test split's {_SHARE}, the model rewriting, quiet", "releases", False, True),
 )
 
 
@@ -112,10 +109,10 @@ def run_tasks(run: Run, path: Path, limit: int | None) -> list[dict[str, Any]]:
     ][:noops]
 
 
-def speedup_line(played: list[Played]) -> str:
+def speedup_line(run: Run, played: list[Played]) -> str:
     c = compare(played)
     return (
-        f"The model rewriting (`nextEditRewrite`, dev, {c['tasks']:.0f} tasks): decode "
+        f"{run.name} (`nextEditRewrite`, {c['tasks']:.0f} tasks): decode "
         f"speedup of `auto` over `off` median {c['speedup_median']:.2f}x, worst "
         f"{c['speedup_worst']:.2f}x ({c['decoded']:.0f} tasks decoded under both); "
         f"same edits on {c['identical']:.0f} of {c['tasks']:.0f}."
@@ -185,7 +182,7 @@ def main() -> int:
                 played = play_all(tasks, MODES, True, MIN_CONFIDENCE, run.rewrite)
             rows.append(summary_row(run, played))
             if run.rewrite:
-                notes += [speedup_line(played), ""]
+                notes += [speedup_line(run, played), ""]
             head = f"{time.ctime()}, load average at the end {os.getloadavg()[0]:.1f}"
             body = report(played, MODES, True, MIN_CONFIDENCE)
             sections += [f"## {run.name}", "", head, "", "```", *body, "```", ""]

@@ -119,7 +119,11 @@ def test_the_rewriting_run_plays_a_share_of_each_kind_and_reports_its_speedup(
         }
         return Played("t", "edit", answers, ["off", "auto"])
 
-    line = speedup_line([played(3000.0, 1000.0), played(1000.0, 1000.0), played(4000.0, 1000.0)])
+    rewriting = Run("dev, busy", "dev", True, rewrite=True)
+    line = speedup_line(
+        rewriting, [played(3000.0, 1000.0), played(1000.0, 1000.0), played(4000.0, 1000.0)]
+    )
+    assert line.startswith("dev, busy (`nextEditRewrite`, 3 tasks)")
     assert "median 3.00x, worst 1.00x (3 tasks decoded under both)" in line
     assert "same edits on 3 of 3" in line
 
