@@ -28,6 +28,7 @@ import builtins
 import difflib
 import keyword
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 from ..edits import common_ends
@@ -43,6 +44,10 @@ _IMPORT_LINE = re.compile(r"\s*(?:from\s+[\w.]+\s+)?import\s")
 # A changed piece of text shorter than this (bar whitespace) is too common to
 # substitute blindly: "0" -> "1" would change every 0 in the window.
 MIN_PIECE_CHARS = 4
+# Unless the user made the same short change on this many lines: then it is a
+# mechanical one (a space dropped in each `# type: ignore[a, b]`), carried with the
+# token on each side of it.
+MIN_SHORT_REPEATS = 2
 # Words that are the language's own, not names: `None -> object` on one line is a
 # change of that line's logic, not a rename to carry (Python's keywords, and the
 # literals of the other languages).
@@ -66,11 +71,38 @@ class Substitution:
 def substitutions(hunk: Hunk) -> list[Substitution]:
     """What the edit changed, as substitutions to try elsewhere."""
     found: list[Substitution] = []
+    short: list[Substitution] = []
     if len(hunk.before) == len(hunk.after):
         for old_line, new_line in zip(hunk.before, hunk.after, strict=True):
             if old_line != new_line:
                 found += _line_substitutions(old_line, new_line)
-    return _distinct(found)
+                short += _widened_span(old_line, new_line)
+    repeated = [sub for sub, n in Counter(short).items() if n >= MIN_SHORT_REPEATS]
+    return _distinct(found + repeated)
+
+
+def _widened_span(old_line: str, new_line: str) -> list[Substitution]:
+    """A line's change too short to carry alone (`[assignment, misc]` ->
+    `[assignment,misc]`: a space), with the token on each side of it: a piece to
+    carry where the user made it on several lines (MIN_SHORT_REPEATS). None for a
+    change at a line's start or end (`# ` commenting it out: line_edits.py)."""
+    old_words, new_words = _WORD.findall(old_line.rstrip()), _WORD.findall(new_line.rstrip())
+    head, tail = common_ends(old_words, new_words)
+    old_span = "".join(old_words[head : len(old_words) - tail])
+    new_span = "".join(new_words[head : len(new_words) - tail])
+    if len(old_span.strip()) >= MIN_PIECE_CHARS or _IDENTIFIER.fullmatch(new_span):
+        return []  # carried as it is, or a rename (_word_pairs)
+    before, after = _token_before(old_words, head), _token_before(old_words[::-1], tail)
+    if before is None or after is None:
+        return []
+    old = "".join(old_words[before : len(old_words) - after])
+    new = "".join(new_words[before : len(new_words) - after])
+    return [Substitution(old, new, False)] if len(old.strip()) >= MIN_PIECE_CHARS else []
+
+
+def _token_before(words: list[str], at: int) -> int | None:
+    """The index of the last token before `at` that is not whitespace, if any."""
+    return next((i for i in range(at - 1, -1, -1) if not words[i].isspace()), None)
 
 
 def _line_substitutions(old_line: str, new_line: str) -> list[Substitution]:

@@ -147,6 +147,24 @@ def test_a_name_renamed_to_a_builtin_is_not_renamed_in_imports() -> None:
     assert drafted == "from m import Seq\ny = Seq(b)\n"
 
 
+def test_a_short_change_made_on_several_lines_is_carried_with_its_neighbours() -> None:
+    before = ["A = 1  # type: ignore[assignment, misc]", "B = 2  # type: ignore[assignment, misc]"]
+    after = [line.replace(", misc", ",misc") for line in before]
+    window = "\n".join([*after, "C = 3  # type: ignore[assignment, misc]", "d = [1, 2, 3]"])
+    drafted = apply_substitutions(window, substitutions(Hunk("p", 0, before, after, [], [])))
+    assert drafted.split("\n")[2:] == ["C = 3  # type: ignore[assignment,misc]", "d = [1, 2, 3]"]
+    # Made on one line only, a space dropped is too common a change to carry.
+    once = Hunk("p", 0, before[:1], after[:1], [], [])
+    assert apply_substitutions(window, substitutions(once)) == window
+    # A short rename on several lines stays a rename, not a piece with its neighbours.
+    rename = Hunk("p", 0, ["x = a[i]", "y = b[i]"], ["x = a[j]", "y = b[j]"], [], [])
+    assert [sub.old for sub in substitutions(rename) if not sub.whole_line] == ["i"]
+    # At a line's start there is no token before it: `# ` is no piece to put before
+    # every `print` (line_edits carries it to the twins of the lines).
+    commented = Hunk("p", 0, ["print(a)", "print(b)"], ["# print(a)", "# print(b)"], [], [])
+    assert all(sub.whole_line for sub in substitutions(commented))
+
+
 def test_a_change_of_several_words_or_a_removal_is_carried_as_one_piece() -> None:
     call = Hunk(
         "p", 0, ['  r = MC([a], {}, {"first": True})'], ["  r = MC([a], {}, first=True)"], [], []
