@@ -44,9 +44,8 @@ MAX_WIDEN_LINES = 6
 # Lines kept below a place the window widens to (proposal.choose drops a change
 # on the window's last line: the model may have stopped there, not ended).
 MARGIN_LINES = 2
-# A changed line or piece of text that recurs more often than this within
-# MAX_PLACE_LINES of the edit (`try:`) points nowhere in particular: its places
-# are not followed. Only those places could be proposed, so only they count.
+# A changed line or piece of text that recurs more often than this in the file
+# (`try:`) points nowhere in particular: its places are not followed.
 MAX_TEXT_PLACES = 4
 # Places farther than this from the edit (lines) are not followed. People's next
 # edit is near their last: on the dev sets every right proposal lay within 24 lines
@@ -84,8 +83,7 @@ def occurrence_lines(
     scope: tuple[int, int] | None = None,
 ) -> list[int]:
     """The 0-based lines of `text` where `names` occur as identifiers, or the hunk's
-    other substitutions as code (when they recur at most MAX_TEXT_PLACES times in
-    reach);
+    other substitutions as code (when they recur at most MAX_TEXT_PLACES times);
     lines in `skip` [a, b) (the edit) left out, as are those more than
     MAX_PLACE_LINES from it and those outside `scope` (the function a renamed local
     lives in: scope.py). Empty when the language has no grammar or the document is
@@ -112,7 +110,7 @@ def occurrence_lines(
             if (whole or not sub.whole_line) and _carried_to(root, text, at, whole, in_code):
                 lines.add(line)
         if skip is not None:
-            lines = {line for line in lines if _nearby(line, skip)}
+            lines -= set(range(*skip))
         if len(lines) <= MAX_TEXT_PLACES:
             found |= lines
     if scope is not None:
