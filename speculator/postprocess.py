@@ -15,6 +15,7 @@ import re
 import textwrap
 
 from .grounding import Grounding
+from .syntax import line_end, line_start
 
 OPENERS = {"(": ")", "[": "]", "{": "}"}
 CLOSERS = {v: k for k, v in OPENERS.items()}
@@ -23,10 +24,8 @@ MAX_LINES = 16
 
 def is_multiline(text: str, cursor: int, grounding: Grounding) -> bool:
     """Multi-line at an empty line or after a block opener; single-line otherwise."""
-    line_start = text.rfind("\n", 0, cursor) + 1
-    before = text[line_start:cursor]
-    line_end = text.find("\n", cursor)
-    after = text[cursor : line_end if line_end >= 0 else len(text)]
+    before = text[line_start(text, cursor) : cursor]
+    after = text[cursor : line_end(text, cursor)]
     if after.strip() or grounding.in_string_or_comment(cursor):
         return False
     return not before.strip() or before.rstrip().endswith((":", "{", "(", "[", "=>"))
@@ -40,19 +39,15 @@ class CompletionStop:
     """A stop rule for the decode loop: returns the cut index or None."""
 
     def __init__(self, text: str, cursor: int, multiline: bool):
-        line_start = text.rfind("\n", 0, cursor) + 1
-        line_end = text.find("\n", cursor)
-        line_end = len(text) if line_end < 0 else line_end
+        end = line_end(text, cursor)
         self.multiline = multiline
-        self.rest_of_line = text[cursor:line_end].strip()
-        self.cursor_column_text = text[line_start:cursor]
+        self.rest_of_line = text[cursor:end].strip()
+        self.cursor_column_text = text[line_start(text, cursor) : cursor]
         self.at_blank_line = not self.cursor_column_text.strip()
         self.base_indent = _indent(self.cursor_column_text)
         if not self.at_blank_line:  # after a block opener: the block is one level deeper
             self.base_indent += 1
-        self.next_line = next(
-            (ln.strip() for ln in text[line_end + 1 :].split("\n") if ln.strip()), ""
-        )
+        self.next_line = next((ln.strip() for ln in text[end + 1 :].split("\n") if ln.strip()), "")
 
     def __call__(self, completion: str) -> int | None:
         cut = self._bracket_cut(completion)
@@ -168,7 +163,7 @@ def dedented_selection(text: str, start: int, end: int) -> tuple[str, str]:
     it, the first line is indented like the rest. The code is then dedented,
     so a method reads as a function: shown indented, the model would make up
     a class around it or give its body the wrong depth."""
-    lead = text[text.rfind("\n", 0, start) + 1 : start]
+    lead = text[line_start(text, start) : start]
     lead = "" if lead.strip() else lead
     return textwrap.dedent(lead + text[start:end]), lead
 

@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from .chunks import identifiers
 from .grounding import Grounding
+from .syntax import line_end, line_start
 from .types import Snippet
 
 FIM_PREFIX = "<|fim_prefix|>"
@@ -93,10 +94,8 @@ def build_fim(
     )
     end = suffix_window_end(text, cursor, suffix_budget)
     prefix, suffix = text[start:cursor], text[cursor:end]
-    line_end = suffix.find("\n")
-    rest_of_line, following = (
-        (suffix, "") if line_end < 0 else (suffix[: line_end + 1], suffix[line_end + 1 :])
-    )
+    line, newline, following = suffix.partition("\n")
+    rest_of_line = line + newline
     segments: list[tuple[str, str]] = []
     if snippets:
         header = "groundspec\n" + "".join(
@@ -140,10 +139,8 @@ def build_quick_fim(
     ):
         window = _quick_window(text, cursor, grounding, prefix_budget, count_tokens)
     prefix, suffix = text[window.start : cursor], text[cursor:end]
-    line_end = suffix.find("\n")
-    rest_of_line, following = (
-        (suffix, "") if line_end < 0 else (suffix[: line_end + 1], suffix[line_end + 1 :])
-    )
+    line, newline, following = suffix.partition("\n")
+    rest_of_line = line + newline
     segments = [
         (FIM_PREFIX, window.header + prefix),
         (FIM_SUFFIX, rest_of_line),
@@ -199,12 +196,12 @@ def _quick_prefix_start(
     text: str, cursor: int, budget: int, count_tokens: Callable[[str], int]
 ) -> int:
     """The earliest line start whose lines up to the cursor fit the budget."""
-    start = text.rfind("\n", 0, cursor) + 1
+    start = line_start(text, cursor)
     left = budget - count_tokens(text[start:cursor])
     if left < 0:  # one huge line: its end, cut by characters
         return max(start, cursor - max(budget, 1) * CHARS_PER_TOKEN)
     while start > 0:
-        previous = text.rfind("\n", 0, start - 1) + 1
+        previous = line_start(text, start - 1)
         left -= count_tokens(text[previous:start])
         if left < 0:
             break
@@ -231,15 +228,15 @@ def _scope_headers(
 ) -> list[tuple[int, str]]:
     """(offset, lines) of the first lines of each scope around the cursor,
     outermost first; the innermost ones are kept first within the budget."""
-    cursor_line_start = text.rfind("\n", 0, cursor) + 1
+    cursor_line_start = line_start(text, cursor)
     seen: set[int] = set()
     headers: list[tuple[int, str]] = []
     for scope_start, _end in grounding.enclosing_scopes(cursor):
-        line_start = text.rfind("\n", 0, scope_start) + 1
-        if line_start >= cursor_line_start or line_start in seen:
+        header_start = line_start(text, scope_start)
+        if header_start >= cursor_line_start or header_start in seen:
             continue
-        seen.add(line_start)
-        headers.append((line_start, _header_lines(text, line_start, cursor_line_start)))
+        seen.add(header_start)
+        headers.append((header_start, _header_lines(text, header_start, cursor_line_start)))
     kept: list[tuple[int, str]] = []
     left = budget
     for at, header in reversed(headers):  # the innermost scope matters most
@@ -276,8 +273,7 @@ def _definition_lines(
     window, the nearest names first), within the budget."""
     if budget <= 0:
         return []
-    line_start = text.rfind("\n", 0, cursor) + 1
-    before = text.rfind("\n", 0, max(line_start - 1, 0)) + 1
+    before = line_start(text, max(line_start(text, cursor) - 1, 0))
     names = [n for n in reversed(identifiers(text[before:cursor])) if len(n) >= 3]
     found: dict[int, str] = {}
     left = budget
@@ -290,9 +286,8 @@ def _definition_lines(
         matches = list(pattern.finditer(text, 0, start))
         if not matches:
             continue
-        at = text.rfind("\n", 0, matches[-1].start() + 1) + 1
-        line_end = text.find("\n", at)
-        line = text[at : (line_end + 1 if line_end >= 0 else len(text))]
+        at = line_start(text, matches[-1].start() + 1)
+        line = text[at : min(line_end(text, at) + 1, len(text))]
         cost = count_tokens(line)
         if at not in found and cost <= left:
             found[at] = line
@@ -317,7 +312,7 @@ def _fit(snippets: list[Snippet], budget: int) -> list[Snippet]:
     out: list[Snippet] = []
     left = budget
     for s in snippets:
-        text = s.text if len(s.text) <= left else s.text[: s.text.rfind("\n", 0, left) + 1]
+        text = s.text if len(s.text) <= left else s.text[: line_start(s.text, left)]
         if text.strip():
             out.append(Snippet(s.path, text))
             left -= len(text)

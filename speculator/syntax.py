@@ -71,8 +71,12 @@ def char_offset(data: bytes, byte: int) -> int:
 def point(text: str, offset: int) -> tuple[int, int]:
     """tree-sitter point of an offset: (row counted by "\\n", column in UTF-8 bytes)."""
     row = text.count("\n", 0, offset)
-    line_start = text.rfind("\n", 0, offset) + 1
-    return row, utf8_len(text[line_start:offset])
+    return row, utf8_len(text[line_start(text, offset) : offset])
+
+
+def line_start(text: str, offset: int) -> int:
+    """The offset where the line holding `offset` starts."""
+    return text.rfind("\n", 0, offset) + 1
 
 
 def line_end(text: str, offset: int) -> int:

@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from ..edits import Edit, snapshots
+from ..syntax import line_end
 from ..types import CancelToken, EngineError, Speculation, Stats
 from .across import imports_from, renamed_lines
 from .call_edits import carried_lines
@@ -377,8 +378,7 @@ def draft_change_end(plan: Plan) -> int | None:
     if plan.draft_change is None:
         return None
     draft, end = plan.job.draft, plan.draft_change.span[1]
-    line_end = draft.find("\n", max(end - 1, 0))
-    return len(draft) if line_end == -1 else line_end + 1
+    return min(line_end(draft, max(end - 1, 0)) + 1, len(draft))
 
 
 def _window_lines(window: Window, lines: tuple[int, int] | None) -> tuple[int, int] | None:

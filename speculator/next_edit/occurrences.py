@@ -30,7 +30,7 @@ from collections.abc import Iterator
 import tree_sitter
 
 from ..edits import Edit
-from ..syntax import STRING_OR_COMMENT, byte_offset, line_end
+from ..syntax import STRING_OR_COMMENT, byte_offset, line_end, line_start
 from .draft import piece_pattern, substitutions, word_pattern
 from .line_edits import added, added_twins, anchors, insertion
 from .trees import syntax_root
@@ -226,7 +226,7 @@ def identifiers_on_lines(
     text: str, root: tree_sitter.Node, start: int, end: int
 ) -> Iterator[re.Match[str]]:
     """The identifiers in code on the whole lines holding text[start:end]."""
-    first = text.rfind("\n", 0, start) + 1
+    first = line_start(text, start)
     last = line_end(text, max(start, end - 1))
     for match in _IDENTIFIER.finditer(text, first, last):
         if is_identifier(root, text, match.start(), match.end()):

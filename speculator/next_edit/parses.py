@@ -15,7 +15,7 @@ from __future__ import annotations
 import tree_sitter
 
 from ..languages import new_parser
-from ..syntax import byte_offset, line_end, point, utf8
+from ..syntax import byte_offset, line_end, line_start, point, utf8
 from .proposal import TextEdit
 from .trees import syntax_tree
 
@@ -27,7 +27,7 @@ def breaks_syntax(language_id: str, text: str, edit: TextEdit) -> bool:
     if before is None or parser is None:
         return False
     edited = text[: edit.start] + edit.new_text + text[edit.end :]
-    first = text.rfind("\n", 0, edit.start) + 1
+    first = line_start(text, edit.start)
     end = line_end(text, edit.end)
     new_end = line_end(edited, edit.start + len(edit.new_text))
     after = parser.parse(utf8(edited), _edited_tree(before, text, edited, edit)).root_node

@@ -22,7 +22,7 @@ import re
 
 import tree_sitter
 
-from ..syntax import byte_offset, line_end
+from ..syntax import byte_offset, line_end, line_start
 from .draft import word_pattern
 from .occurrences import MAX_PARSE_CHARS
 from .trees import syntax_root
@@ -171,7 +171,7 @@ def annotation_swap(
     root = syntax_root(language_id, text)
     if root is None:
         return False
-    first, last = text.rfind("\n", 0, start) + 1, line_end(text, end)
+    first, last = line_start(text, start), line_end(text, end)
     for _old, new in renames:
         uses = list(word_pattern(new, False).finditer(text, first, last))
         if not uses or not all(_in_annotation(root, text, use.start(), use.end()) for use in uses):
