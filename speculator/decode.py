@@ -27,7 +27,7 @@ import numpy as np
 from .controller import DRAFT_TOKEN_RATIO, MAX_VERIFY_ROWS, Controller
 from .drafters import Draft, Drafter
 from .loss_guard import LossGuard
-from .outcome import DecodeOutcome, StopReason
+from .outcome import DecodeOutcome, PureStop, StopReason
 from .sampling import SamplingParams, next_token, target_probs, token_prob, verify_token
 from .token_probs import Shaping, one_hot
 from .types import Cancelled, CancelToken
@@ -102,6 +102,8 @@ class Decoder:
         self._follow_when_broke = True  # _keep_following: looks are cheap so far
         self._followed_copy = False  # _project_length: the output followed a source
         self._prompt: list[int] = []
+        self._pieces: list[bytes] = []  # the output's token texts so far (run())
+        self._bound: PureStop | None = None  # the stop rule drafts are cut at
 
     def run(
         self,
@@ -121,6 +123,7 @@ class Decoder:
         prompt = self._prompt = list(self.session.cells)
         prompt_len = len(prompt)
         pieces: list[bytes] = []
+        self._pieces, self._bound = pieces, stop if isinstance(stop, PureStop) else None
         forced: int | None = None  # replacement token from a rejected draft
         while len(out.tokens) < max_tokens:
             if cancel is not None and cancel.cancelled:
@@ -250,6 +253,7 @@ class Decoder:
             draft = drafter.propose(history, budget)
             if draft is None:
                 continue
+            draft.tokens = self._before_stop(draft.tokens)
             k = self.controller.draft_length(
                 draft.bucket, min(len(draft.tokens), affordable), extra
             )
@@ -264,6 +268,20 @@ class Decoder:
             self.controller.declined(draft.bucket)
             drafter.declined(draft)
         return None
+
+    def _before_stop(self, tokens: list[int]) -> list[int]:
+        """The draft up to the token after which the stop rule (a PureStop) would
+        end the output, were the draft taken: the rows after it cannot count. The
+        rule is asked as _emit asks it, token by token (a rule may read only the
+        end of the text: rejoin.py's)."""
+        if self._bound is None:
+            return tokens
+        data = b"".join(self._pieces)
+        for i, token in enumerate(tokens):
+            data += self.token_bytes(token)
+            if self._bound(data.decode("utf-8", errors="ignore")) is not None:
+                return tokens[: i + 1]
+        return tokens
 
     def _project_length(self, history: list[int]) -> None:
         """Where the caller gave an expected length (a refactor's selection),

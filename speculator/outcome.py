@@ -8,9 +8,25 @@ exactly one reason, so the flags were never independent. `finished`,
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .types import TokenChoice
+
+
+class PureStop:
+    """A stop rule (text so far -> where to cut it, or None) that has no side effects:
+    no streaming, no clock. The decoder may therefore ask it about text it has not
+    accepted yet, and cuts a draft where the rule would end the output if the draft
+    were taken: the rows past that point would be verified for nothing, and their
+    misses would teach the controller that such drafts fail (a next edit's rewrite
+    ends a few lines after its change, long before the window it drafts from)."""
+
+    def __init__(self, rule: Callable[[str], int | None]) -> None:
+        self.rule = rule
+
+    def __call__(self, text: str) -> int | None:
+        return self.rule(text)
 
 
 class StopReason(enum.Enum):

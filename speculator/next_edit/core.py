@@ -15,6 +15,7 @@ from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from ..edits import Edit, snapshots
+from ..outcome import PureStop
 from ..syntax import line_end
 from ..types import CancelToken, EngineError, Speculation, Stats
 from .across import imports_from, renamed_lines
@@ -174,7 +175,7 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
     job = RewriteJob(
         prompt=prompt.text,
         draft=draft,
-        stop=first_stop(prompt.stop, rejoin),
+        stop=PureStop(first_stop(prompt.stop, rejoin)),
         max_tokens=(count_tokens or len(window.text) // 3 + 1) + REWRITE_MARGIN_TOKENS,
         speculation=request.speculation,
     )

@@ -5,6 +5,8 @@ deadline, and whether the model finished it (an end token or the stop rule).
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from modelled_decode import (
@@ -21,7 +23,7 @@ from modelled_decode import (
 from speculator.controller import REFACTOR_PRIORS, Controller
 from speculator.decode import Decoder, StopRule, repeating_tail, unfinished_refactor
 from speculator.lookup import PromptLookupDrafter
-from speculator.outcome import DecodeOutcome, StopReason
+from speculator.outcome import DecodeOutcome, PureStop, StopReason
 from speculator.sampling import SamplingParams
 
 
@@ -187,3 +189,31 @@ def test_an_unfinished_refactor_says_why() -> None:
     outcome.stop = StopReason.LOOPED
     message = unfinished_refactor(outcome, 512, 256)
     assert "repeating itself" in message and message.endswith("the selection is unchanged")
+
+
+def _before_token_30(text: str) -> int | None:
+    """Cut the output after its 30th token (each token's text starts with " t")."""
+    starts = [m.start() for m in re.finditer(" t", text)]
+    if len(starts) > 30:
+        return starts[30]
+    return len(text) if len(starts) == 30 else None
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_a_draft_ends_where_a_pure_stop_rule_would_end_the_output(pure: bool) -> None:
+    """A next edit's rewrite ends lines before the window it drafts from: a draft
+    past that point is verified for nothing, and reads as missed drafts. Asked
+    about the drafted text (a PureStop), the rule cuts the draft there instead."""
+    _, truth = _copying_truth(200)
+    clock = Clock()
+    right = TruthDrafter(truth, prompt_len=4, longest=64, bucket="lookup:aligned")
+    decoder, target = _decoder(truth, [right], clock=clock)
+    stop = PureStop(_before_token_30) if pure else _before_token_30
+    out = decoder.run(target.first_logits(), 200, stop, expected_tokens=200)
+    assert out.tokens == truth[:30] and out.finished
+    assert out.drafted > 0
+    if pure:
+        assert out.accepted == out.drafted  # every drafted row counted
+        assert sum(target.batches) <= 30 + len(target.batches)
+    else:
+        assert out.accepted < out.drafted  # the rows past the stop were wasted

@@ -18,6 +18,7 @@ from speculator.next_edit.core import (
     finish,
     prepare,
 )
+from speculator.outcome import PureStop
 from speculator.pipeline import Pipeline
 from speculator.types import Stats
 
@@ -142,3 +143,16 @@ def test_off_and_auto_stop_at_the_same_place_and_propose_the_same_edit(speculati
     result = Pipeline(generator).next_edit(renamed(speculation, min_confidence=0.5))
     assert result.stats.generated_tokens == len(upto(plan.job.draft, "if opts is None:"))
     assert applied(TEXT, result) == CARRIED + TAIL
+
+
+def test_the_rule_can_be_asked_about_a_draft() -> None:
+    """The decoder asks the rule (a PureStop) about the text a draft would make, to
+    verify none of the draft past where the answer would stop: asking changes
+    nothing it says of the answer after."""
+    plan = plan_of(renamed())
+    stop = plan.job.stop
+    assert isinstance(stop, PureStop)
+    answer = upto(plan.job.draft, "if opts is None:")
+    assert stop(plan.job.draft) is not None  # a draft the rule reads past the cut
+    assert stop(answer[:-1]) is None
+    assert stop(answer) == len(answer)
