@@ -181,23 +181,43 @@ def first_asks(runs: list[Played]) -> list[float]:
 
 
 def compare(runs: list[Played], base: str = "off", fast: str = "auto") -> dict[str, float]:
-    """Decode speedup of `fast` over `base` (median of per-task ratios) and identity."""
+    """Decode speedup of `fast` over `base` (median of per-task ratios) and identity.
+
+    A near-tie that batch rounding decides (docs/exactness.md) can make the two
+    modes write different texts, and a rewrite that stops at another place: that
+    task's ratio compares different work. The figures over the tasks both modes
+    decoded to the same number of tokens (`alike_*`) are the speedup proper."""
     pairs = [(p.answers[base], p.answers[fast]) for p in runs if {base, fast} <= set(p.answers)]
-    ratios = [
+    decoded = [(b, f) for b, f in pairs if b.stats["decodeMs"] > 0 and f.stats["decodeMs"] > 0]
+    ratios = [b.stats["decodeMs"] / f.stats["decodeMs"] for b, f in decoded]
+    alike = [
         b.stats["decodeMs"] / f.stats["decodeMs"]
-        for b, f in pairs
-        if b.stats["decodeMs"] > 0 and f.stats["decodeMs"] > 0
+        for b, f in decoded
+        if b.stats.get("generatedTokens") == f.stats.get("generatedTokens")
     ]
     same = sum(b.edits == f.edits for b, f in pairs)
     return {
         "speedup_median": statistics.median(ratios) if ratios else 0.0,
         "speedup_worst": min(ratios, default=0.0),
+        "alike": len(alike),  # decoded to the same number of tokens under both
+        "alike_median": statistics.median(alike) if alike else 0.0,
+        "alike_worst": min(alike, default=0.0),
         "speedup_total": sum(b.stats["decodeMs"] for b, _ in pairs)
         / max(1e-9, sum(f.stats["decodeMs"] for _, f in pairs)),
         "identical": same,
         "tasks": len(pairs),
         "decoded": len(ratios),  # tasks where both modes decoded a rewrite
     }
+
+
+def alike_note(c: dict[str, float]) -> str:
+    """Where some tasks were decoded to different lengths: the figures without them."""
+    if c["alike"] == c["decoded"]:
+        return ""
+    return (
+        f" (on the {c['alike']:.0f} tasks decoded to the same length under both: "
+        f"median {c['alike_median']:.2f}x, worst {c['alike_worst']:.2f}x)"
+    )
 
 
 def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> list[str]:
@@ -216,7 +236,7 @@ def report(runs: list[Played], modes: list[str], sweep: bool, bar: float) -> lis
         c = compare(runs)
         speed = (
             f"decode speedup auto/off: median {c['speedup_median']:.2f}x, "
-            f"worst {c['speedup_worst']:.2f}x, total {c['speedup_total']:.2f}x"
+            f"worst {c['speedup_worst']:.2f}x, total {c['speedup_total']:.2f}x{alike_note(c)}"
             if c["decoded"]
             else "nothing decoded (the model only scored drafts: no rewrite to speed up)"
         )

@@ -38,6 +38,7 @@ from .load import CpuLoad
 from .next_edit import (
     DEV_TASKS,
     Played,
+    alike_note,
     compare,
     figures,
     first_asks,
@@ -114,7 +115,8 @@ def speedup_line(run: Run, played: list[Played]) -> str:
     return (
         f"{run.name} (`nextEditRewrite`, {c['tasks']:.0f} tasks): decode "
         f"speedup of `auto` over `off` median {c['speedup_median']:.2f}x, worst "
-        f"{c['speedup_worst']:.2f}x ({c['decoded']:.0f} tasks decoded under both); "
+        f"{c['speedup_worst']:.2f}x ({c['decoded']:.0f} tasks decoded under both)"
+        f"{alike_note(c)}; "
         f"same edits on {c['identical']:.0f} of {c['tasks']:.0f}."
     )
 
