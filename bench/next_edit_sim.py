@@ -28,19 +28,17 @@ from typing import Any
 import msgspec
 
 from speculator.controller import Controller, controllers_by_kind
-from speculator.decode import Decoder, StopRule
+from speculator.decode import StopRule
 from speculator.lookup import PromptLookupDrafter
-from speculator.loss_guard import allowance_for
 from speculator.next_edit.core import NextEditRequest
 from speculator.outcome import PureStop
 from speculator.pipeline_next_edit import prepare_next_edit
-from speculator.sampling import SamplingParams
 from speculator.types import Speculation
 
 from .next_edit import load_tasks
 from .next_edit_reach import request_of
 from .sim_traces import TRACE_VERSION, TaskTrace, Traces, load_curve, load_traces
-from .simulate import CostCurve, FakeTarget, VirtualClock, machine_shape
+from .simulate import CostCurve, decode_on_fake, machine_shape
 
 TokenBytes = Callable[[int], bytes]
 Tokenizer = Callable[[str], list[int]]
@@ -125,40 +123,16 @@ def replay(
         if rule is None:
             continue
         stop: StopRule = rule if pure else rule.rule
-        plain_tokens, plain_ms = _decode(trace, plain_policy, None, stop, cost, token_bytes)
+        plain_tokens, plain_ms, _, _ = decode_on_fake(
+            trace, plain_policy, [], token_bytes, cost, stop
+        )
         lookup = PromptLookupDrafter.for_request("refactor", trace.corpus, token_bytes, tokenize)
-        tokens, spec_ms = _decode(trace, spec_policy, lookup, stop, cost, token_bytes)
+        tokens, spec_ms, _, _ = decode_on_fake(
+            trace, spec_policy, [lookup], token_bytes, cost, stop
+        )
         exact = tokens == plain_tokens == trace.tokens
         results.append((trace.name, plain_ms / spec_ms if spec_ms else 0.0, exact))
     return results
-
-
-def _decode(
-    trace: TaskTrace,
-    controller: Controller,
-    lookup: PromptLookupDrafter | None,
-    stop: StopRule,
-    cost: CostCurve,
-    token_bytes: TokenBytes,
-) -> tuple[list[int], float]:
-    """(tokens, decode ms on the virtual clock) of one replay."""
-    vocab = max([*trace.prompt, *trace.tokens, 0]) + 2
-    end = vocab - 1
-    clock = VirtualClock()
-    target = FakeTarget(trace.prompt + trace.tokens, len(trace.prompt), vocab, end, cost, clock)
-    decoder = Decoder(
-        target,  # type: ignore[arg-type]  # the session's decode-time interface
-        token_bytes,
-        lambda token: token == end,
-        controller,
-        [lookup] if lookup else [],
-        SamplingParams(),
-        clock=clock.perf_counter,
-        allowance=allowance_for(trace.kind),
-    )
-    first = target.next_logits(len(trace.prompt) - 1)
-    outcome = decoder.run(first, trace.max_tokens, stop, expected_tokens=trace.expected_tokens)
-    return outcome.tokens, outcome.decode_ms
 
 
 def summary(results: list[tuple[str, float, bool]]) -> str:

@@ -30,7 +30,7 @@ import numpy as np
 
 from speculator.config import EngineConfig
 from speculator.controller import DEFAULT_COST_MS, MAX_VERIFY_ROWS, Controller, controllers_by_kind
-from speculator.decode import Decoder
+from speculator.decode import Decoder, StopRule
 from speculator.instructions import rename_pairs
 from speculator.lookup import PromptLookupDrafter
 from speculator.loss_guard import allowance_for
@@ -166,8 +166,10 @@ def decode_on_fake(
     drafters: list[PromptLookupDrafter],
     token_bytes: TokenBytes,
     cost: CostCurve,
+    stop: StopRule | None = None,
 ) -> tuple[list[int], float, int, int]:
-    """(tokens, decode ms on the virtual clock, drafted, accepted) of one replay."""
+    """(tokens, decode ms on the virtual clock, drafted, accepted) of one replay;
+    `stop`: the request's stop rule (default: a refactor's fence, as the engine's)."""
     vocab = max([*trace.prompt, *trace.tokens, 0]) + 2
     end = vocab - 1
     clock = VirtualClock()
@@ -187,7 +189,7 @@ def decode_on_fake(
         trace.max_tokens,
         # As the engine does: a refactor ends where its code fence closes,
         # without a step to evaluate the fence.
-        stop=fence_stop(REFACTOR_FENCE) if trace.kind == "refactor" else None,
+        stop=stop or (fence_stop(REFACTOR_FENCE) if trace.kind == "refactor" else None),
         expected_tokens=trace.expected_tokens,
     )
     return outcome.tokens, outcome.decode_ms, outcome.drafted, outcome.accepted
