@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -33,20 +32,16 @@ from speculator.lookup import PromptLookupDrafter
 from speculator.next_edit.core import NextEditRequest
 from speculator.outcome import PureStop
 from speculator.pipeline_next_edit import prepare_next_edit
-from speculator.types import Speculation
 
 from .next_edit import load_tasks
 from .next_edit_reach import request_of
 from .sim_traces import TRACE_VERSION, TaskTrace, Traces, load_curve, load_traces
-from .simulate import CostCurve, decode_on_fake, machine_shape
-
-TokenBytes = Callable[[int], bytes]
-Tokenizer = Callable[[str], list[int]]
+from .simulate import CostCurve, TokenBytes, Tokenizer, decode_on_fake, machine_shape
 
 
-def rewrite_request(task: dict[str, Any], speculation: Speculation = "off") -> NextEditRequest:
-    """The task's nextEdit request, asking for the model's rewrite."""
-    return replace(request_of(task), draft_only=False, speculation=speculation)
+def rewrite_request(task: dict[str, Any]) -> NextEditRequest:
+    """The task's nextEdit request under `off`, asking for the model's rewrite."""
+    return replace(request_of(task), draft_only=False, speculation="off")
 
 
 def stop_rules(tasks: list[dict[str, Any]]) -> dict[str, PureStop]:
