@@ -292,10 +292,17 @@ class Decoder:
           left of the copy (longer than the selection after added text);
         - once it has left the copy it followed (a rewrite), its length is
           unknown, and only what was written counts;
-        - before any copy was followed, the selection is the estimate."""
+        - before any copy was followed, the selection is the estimate.
+        Where a stop rule would end the copy early (a next edit's rewrite ends a
+        few lines after its change), only the copy up to there is lent on: lent on
+        the whole window, a short rewrite could lose a third of its time."""
         if self._expected_tokens <= 0:
             return
-        ahead = [n for d in self.drafters if (n := d.copy_ahead(history)) is not None]
+        ahead = [
+            len(self._before_stop(list(rest)))
+            for d in self.drafters
+            if (rest := d.copy_ahead(history)) is not None
+        ]
         if ahead:
             self._followed_copy = True
             self.guard.expected_tokens = self.guard.tokens + max(ahead)

@@ -49,8 +49,8 @@ class Drafter(Protocol):
         """The draft was not worth verifying: the next token is decoded plainly."""
         ...
 
-    def copy_ahead(self, history: Sequence[int]) -> int | None:
-        """Tokens still to come of a source the output is following (None if none)."""
+    def copy_ahead(self, history: Sequence[int]) -> Sequence[int] | None:
+        """The tokens still to come of a source the output is following (None if none)."""
         ...
 
 
@@ -120,5 +120,5 @@ class DraftModelDrafter:
     def declined(self, draft: Draft) -> None:
         pass
 
-    def copy_ahead(self, history: Sequence[int]) -> int | None:
+    def copy_ahead(self, history: Sequence[int]) -> Sequence[int] | None:
         return None  # a model's drafts follow no source

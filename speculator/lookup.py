@@ -160,8 +160,8 @@ class PromptLookupDrafter(RenameLearning):
             return self._draft_from(self.expected, k, "lookup:0")
         return None
 
-    def copy_ahead(self, history: Sequence[int]) -> int | None:
-        """Tokens left to copy of the source the output follows (aligned, or
+    def copy_ahead(self, history: Sequence[int]) -> Sequence[int] | None:
+        """The tokens left to copy of the source the output follows (aligned, or
         stepping over a known edit), None when it follows none.
 
         What a refactor has written plus what is left of the copy is a better
@@ -179,7 +179,7 @@ class PromptLookupDrafter(RenameLearning):
         end = self.expected
         while end < len(self.corpus) and not self._ends_copy(self.corpus[end]):
             end += 1
-        return end - self.expected
+        return self.corpus[self.expected : end]
 
     def declined(self, draft: Draft) -> None:
         """Follow the source from where the declined draft would have gone.

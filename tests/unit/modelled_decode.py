@@ -96,7 +96,7 @@ class LearnsNothing:
     def declined(self, draft: Draft) -> None:
         pass
 
-    def copy_ahead(self, history: Sequence[int]) -> int | None:
+    def copy_ahead(self, history: Sequence[int]) -> Sequence[int] | None:
         return None
 
 

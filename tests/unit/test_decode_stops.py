@@ -6,6 +6,7 @@ deadline, and whether the model finished it (an end token or the stop rule).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 import numpy as np
 import pytest
@@ -22,7 +23,9 @@ from modelled_decode import (
 
 from speculator.controller import REFACTOR_PRIORS, Controller
 from speculator.decode import Decoder, StopRule, repeating_tail, unfinished_refactor
+from speculator.drafters import Draft
 from speculator.lookup import PromptLookupDrafter
+from speculator.loss_guard import LossGuard
 from speculator.outcome import DecodeOutcome, PureStop, StopReason
 from speculator.sampling import SamplingParams
 
@@ -217,3 +220,34 @@ def test_a_draft_ends_where_a_pure_stop_rule_would_end_the_output(pure: bool) ->
         assert sum(target.batches) <= 30 + len(target.batches)
     else:
         assert out.accepted < out.drafted  # the rows past the stop were wasted
+
+
+class WrongDrafterFollowingTruth(TruthDrafter):
+    """Drafts wrong tokens, while it says the output follows its source (the truth):
+    only the loss guard's loan on that copy's length pays for its drafts."""
+
+    def propose(self, history: Sequence[int], k: int) -> Draft | None:
+        return Draft([63] * min(k, self.longest), self.name, self.bucket)
+
+    def copy_ahead(self, history: Sequence[int]) -> Sequence[int] | None:
+        return self.truth[len(history) - self.prompt_len :]
+
+
+@pytest.mark.parametrize("pure", [False, True])
+def test_the_guard_lends_on_a_copy_only_up_to_where_a_pure_stop_rule_ends_it(pure: bool) -> None:
+    """A next edit's rewrite follows the whole window but ends a few lines after
+    its change: lent on the window's length, its wrong drafts may cost it far more
+    than the guard's share of its own time."""
+    _, truth = _copying_truth(200)
+    clock = Clock()
+    wrong = WrongDrafterFollowingTruth(truth, prompt_len=4, longest=64, bucket="lookup:aligned")
+    decoder, target = _decoder(truth, [wrong], clock=clock)
+    stop = PureStop(_before_token_30) if pure else _before_token_30
+    out = decoder.run(target.first_logits(), 200, stop, expected_tokens=200)
+    assert out.tokens == truth[:30] and out.finished
+    spent_ms = clock.now * 1000
+    plain_ms = 30 * _curve(1)
+    if pure:  # lent on 30 tokens: a share of 30 plain steps, and at most one step more
+        assert spent_ms <= plain_ms * (1 + LossGuard.ALLOWANCE) + _curve(1)
+    else:  # lent on 200 tokens: far more than the share of 30
+        assert spent_ms > plain_ms * 1.2

@@ -142,7 +142,7 @@ def test_copy_ahead_counts_what_is_left_of_an_aligned_copy_of_the_prompt() -> No
     drafter.declined(draft)
     for token in range(101, 110):  # followed plainly: aligned from 8 tokens on
         history.append(token)
-    assert drafter.copy_ahead(history) == len(selection) - 10  # 110 ... 139
+    assert drafter.copy_ahead(history) == selection[10:]  # 110 ... 139
     history += [140, 141]  # the target leaves the selection: no copy in progress
     assert drafter.copy_ahead(history) is None
 
