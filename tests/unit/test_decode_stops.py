@@ -202,18 +202,27 @@ def _before_token_30(text: str) -> int | None:
     return len(text) if len(starts) == 30 else None
 
 
+def _copy_30_of_200(
+    drafter_type: type[TruthDrafter], pure: bool
+) -> tuple[DecodeOutcome, ModelledTarget, Clock]:
+    """Decode a 200-token copy that the stop rule ends after 30 tokens, drafting
+    with `drafter_type` over the copy; the caller expected all 200."""
+    _, truth = _copying_truth(200)
+    clock = Clock()
+    drafter = drafter_type(truth, prompt_len=4, longest=64, bucket="lookup:aligned")
+    decoder, target = _decoder(truth, [drafter], clock=clock)
+    stop = PureStop(_before_token_30) if pure else _before_token_30
+    out = decoder.run(target.first_logits(), 200, stop, expected_tokens=200)
+    assert out.tokens == truth[:30] and out.finished
+    return out, target, clock
+
+
 @pytest.mark.parametrize("pure", [False, True])
 def test_a_draft_ends_where_a_pure_stop_rule_would_end_the_output(pure: bool) -> None:
     """A next edit's rewrite ends lines before the window it drafts from: a draft
     past that point is verified for nothing, and reads as missed drafts. Asked
     about the drafted text (a PureStop), the rule cuts the draft there instead."""
-    _, truth = _copying_truth(200)
-    clock = Clock()
-    right = TruthDrafter(truth, prompt_len=4, longest=64, bucket="lookup:aligned")
-    decoder, target = _decoder(truth, [right], clock=clock)
-    stop = PureStop(_before_token_30) if pure else _before_token_30
-    out = decoder.run(target.first_logits(), 200, stop, expected_tokens=200)
-    assert out.tokens == truth[:30] and out.finished
+    out, target, _ = _copy_30_of_200(TruthDrafter, pure)
     assert out.drafted > 0
     if pure:
         assert out.accepted == out.drafted  # every drafted row counted
@@ -238,13 +247,7 @@ def test_the_guard_lends_on_a_copy_only_up_to_where_a_pure_stop_rule_ends_it(pur
     """A next edit's rewrite follows the whole window but ends a few lines after
     its change: lent on the window's length, its wrong drafts may cost it far more
     than the guard's share of its own time."""
-    _, truth = _copying_truth(200)
-    clock = Clock()
-    wrong = WrongDrafterFollowingTruth(truth, prompt_len=4, longest=64, bucket="lookup:aligned")
-    decoder, target = _decoder(truth, [wrong], clock=clock)
-    stop = PureStop(_before_token_30) if pure else _before_token_30
-    out = decoder.run(target.first_logits(), 200, stop, expected_tokens=200)
-    assert out.tokens == truth[:30] and out.finished
+    _, _, clock = _copy_30_of_200(WrongDrafterFollowingTruth, pure)
     spent_ms = clock.now * 1000
     plain_ms = 30 * _curve(1)
     if pure:  # lent on 30 tokens: a share of 30 plain steps, and at most one step more
