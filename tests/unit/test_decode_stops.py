@@ -15,6 +15,7 @@ from modelled_decode import (
     Clock,
     ModelledTarget,
     TruthDrafter,
+    WrongDrafter,
     _copying_truth,
     _curve,
     _decode,
@@ -23,7 +24,6 @@ from modelled_decode import (
 
 from speculator.controller import REFACTOR_PRIORS, Controller
 from speculator.decode import Decoder, StopRule, repeating_tail, unfinished_refactor
-from speculator.drafters import Draft
 from speculator.lookup import PromptLookupDrafter
 from speculator.loss_guard import LossGuard
 from speculator.outcome import DecodeOutcome, PureStop, StopReason
@@ -231,12 +231,9 @@ def test_a_draft_ends_where_a_pure_stop_rule_would_end_the_output(pure: bool) ->
         assert out.accepted < out.drafted  # the rows past the stop were wasted
 
 
-class WrongDrafterFollowingTruth(TruthDrafter):
+class WrongDrafterFollowingTruth(WrongDrafter, TruthDrafter):
     """Drafts wrong tokens, while it says the output follows its source (the truth):
     only the loss guard's loan on that copy's length pays for its drafts."""
-
-    def propose(self, history: Sequence[int], k: int) -> Draft | None:
-        return Draft([63] * min(k, self.longest), self.name, self.bucket)
 
     def copy_ahead(self, history: Sequence[int]) -> Sequence[int] | None:
         return self.truth[len(history) - self.prompt_len :]
