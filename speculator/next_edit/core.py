@@ -22,6 +22,7 @@ from .across import imports_from, renamed_lines
 from .call_edits import carried_lines
 from .draft import draft_window, renames
 from .imports import ImportSources, import_lines
+from .lint_fixes import LineRewrites, lint_fix_lines
 from .occurrences import occurrence_lines, removed_names, target_window
 from .parses import breaks_syntax
 from .prompts import (
@@ -198,7 +199,7 @@ class Carried(NamedTuple):
     focus: tuple[int, int] | None
     hunk: Hunk | None
     places: list[int]
-    rewrites: dict[int, str]
+    rewrites: LineRewrites  # a line's new text, None: deleted
     scope: tuple[int, int] | None = None  # lines of the function a renamed local lives in
 
 
@@ -235,8 +236,8 @@ def _located(request: NextEditRequest, carried: Carried) -> Drafted:
 
 
 def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
-    """The last edit here, carried on: renames and substitutions, the call rules
-    and the import of a name it used."""
+    """The last edit here, carried on: renames and substitutions, the call rules,
+    the import of a name it used and the next fix of a lint rule it applied."""
     last = request.edits[-1]
     focus = edited_lines(request.text, last)
     own = [h for h in hunks if h.path == request.path]
@@ -255,7 +256,9 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
         request.text, request.path, edit, request.language_id, request.import_sources
     )
     rewrites.update(carried_lines(request.text, hunk, focus, request.language_id))
-    return Carried(focus, hunk, places, rewrites, scope)
+    # The user's own change carried on comes first; a lint rule they applied, after.
+    fixes = lint_fix_lines(before, request.text, focus, request.path, request.language_id)
+    return Carried(focus, hunk, places, {**fixes, **rewrites}, scope)
 
 
 def _drafted(text: str, carried: Carried, window: Window, language_id: str) -> Drafted:
@@ -411,7 +414,7 @@ def _scoring_window(text: str, window: Window, change: Candidate, cursor: int) -
     return replace(scored, cursor=cursor - scored.start if inside else None)
 
 
-def _in_window(rewrites: dict[int, str], window: Window) -> dict[int, str]:
+def _in_window(rewrites: LineRewrites, window: Window) -> LineRewrites:
     """Document lines rewritten, as the window's lines."""
     first, end = window.first_line, window.end_line
     return {i - first: line for i, line in rewrites.items() if first <= i < end}

@@ -29,6 +29,7 @@ import difflib
 import keyword
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..edits import common_ends
@@ -259,17 +260,19 @@ def draft_window(
     window: str,
     hunk: Hunk | None,
     skip_lines: tuple[int, int] | None,
-    rewrites: dict[int, str] | None = None,
+    rewrites: Mapping[int, str | None] | None = None,
     scope: tuple[int, int] | None = None,
 ) -> str:
     """The window with the last edit's substitutions, and the lines it inserted
     (line_edits.py), carried to its other lines; `rewrites`: window lines written
-    anew by call_edits.py (an argument or a parameter carried on) or across.py (a
-    rename made in another file; `hunk` None: nothing else is carried); `scope`: the
+    anew by call_edits.py (an argument or a parameter carried on), lint_fixes.py
+    (None: a line deleted) or across.py (a rename made in another file; `hunk`
+    None: nothing else is carried); `scope`: the
     window lines a renamed local's substitutions are confined to (scope.py)."""
     if rewrites:
         lines = window.split("\n")
-        window = "\n".join(rewrites.get(i, line) for i, line in enumerate(lines))
+        written = (rewrites.get(i, line) for i, line in enumerate(lines))
+        window = "\n".join(line for line in written if line is not None)
     if hunk is None:
         return window
     lines = apply_substitutions(window, substitutions(hunk), skip_lines, scope).split("\n")

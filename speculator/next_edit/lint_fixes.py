@@ -1,0 +1,273 @@
+"""The linter's next fix, carried on (Python, with ruff).
+
+When the user's last edit made exactly the change that one of ruff's safe fixes
+makes (`typing.Optional[int]` -> `int | None`, `class A(object):` -> `class A:`,
+`t.List[str]` -> `list[str]`), they are applying that rule by hand: the draft
+makes the same rule's nearest other fix, and the fixes of that rule on the lines
+next to it (a run of annotations is one edit). An import that the edit left
+unused (its last use renamed away) is removed, wherever it stands.
+
+The fix is ruff's, never guessed, and the model still scores it against the bar.
+Only fixes of the rule the user applied are followed: a project's other lint
+findings are its own business, not the user's next edit.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import logging
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+log = logging.getLogger(__name__)
+
+# Rules whose fixes are mechanical, so one made by hand says the next is wanted:
+# pyupgrade (UP), comprehensions (C4), needless code (PIE), simplifications (SIM)
+# and comparisons (E711-E714). F401 (unused import) is only followed when the
+# user's edit made the import unused.
+FOLLOWED_RULES = ("UP", "C4", "PIE", "SIM", "E711", "E712", "E713", "E714")
+UNUSED_IMPORT = "F401"
+# The newest syntax: a user applying a rule by hand shows that the code takes it.
+TARGET_VERSION = "py313"
+RUFF_TIMEOUT_S = 2.0
+# A run of the same rule's fixes is carried on together up to this many lines apart.
+RUN_GAP_LINES = 1
+# As occurrences.MAX_PLACE_LINES: the next edit is near the last (imports aside).
+MAX_FIX_LINES = 30
+# ruff is asked again after each fix applied: overlapping fixes (two unused names
+# in one import) are made one at a time.
+MAX_FIX_ROUNDS = 8
+MAX_LINT_CHARS = 300_000
+
+# Lines of the document rewritten: a line's new text (it may hold several lines),
+# or None where the line is deleted.
+LineRewrites = Mapping[int, str | None]
+
+
+@dataclass(frozen=True)
+class Fix:
+    rule: str
+    message: str
+    first_line: int  # 0-based lines the fix touches, inclusive
+    last_line: int
+    edits: tuple[tuple[int, int, str], ...]  # (start offset, end offset, new text)
+
+
+def lint_fix_lines(
+    before: str, text: str, focus: tuple[int, int] | None, path: str, language_id: str
+) -> LineRewrites:
+    """Lines of `text` rewritten by the next fix of the rule that the last edit
+    (`before` -> `text`, now on lines `focus` [a, b)) applied, or by removing an
+    import it left unused; {} when it applied none (or ruff is not at hand)."""
+    if language_id != "python" or focus is None or max(len(before), len(text)) > MAX_LINT_CHARS:
+        return {}
+    name = PurePosixPath(path).name or "untitled.py"
+    old, new = lint(before, name), lint(text, name)
+    if old is None or new is None:
+        return {}
+    rules = applied_rules(before, text, _changed_lines(before, text)[0], old)
+    fixes = [f for f in new if not _touches(f, focus)]
+    followed = [f for f in fixes if f.rule in rules and _near(f, focus)]
+    followed += _newly_unused(old, fixes, name)
+    if not followed:
+        return {}
+    first = min(followed, key=lambda f: (_distance(f, focus), f.first_line))
+    lines = _run_lines(first, [f for f in followed if f.rule == first.rule])
+    fixed = _fixed(text, name, first.rule, lines)
+    log.info("next edit: following ruff %s (%s)", first.rule, first.message)
+    return line_rewrites(text, fixed)
+
+
+def lint(text: str, name: str, rules: Sequence[str] | None = None) -> list[Fix] | None:
+    """ruff's safe fixes for `text` (a file called `name`); None: ruff could not say."""
+    select = ",".join(rules or (*FOLLOWED_RULES, UNUSED_IMPORT))
+    command = [
+        *_ruff(),
+        "check",
+        "--isolated",
+        "--no-cache",
+        "--quiet",
+        "--exit-zero",
+        f"--select={select}",
+        f"--target-version={TARGET_VERSION}",
+        "--output-format=json",
+        f"--stdin-filename={name}",
+        "-",
+    ]
+    try:
+        done = subprocess.run(
+            command, input=text, capture_output=True, text=True, timeout=RUFF_TIMEOUT_S
+        )
+        found = json.loads(done.stdout or "null")
+    except (OSError, subprocess.TimeoutExpired, ValueError) as exc:
+        log.info("next edit: ruff not run (%s)", exc)
+        return None
+    if done.returncode != 0 or not isinstance(found, list):
+        log.info("next edit: ruff failed: %s", done.stderr.strip()[:200])
+        return None
+    starts = _line_starts(text)
+    return [f for d in found if (f := _fix(d, starts)) is not None]
+
+
+def applied_rules(before: str, after: str, changed: Iterable[int], fixes: list[Fix]) -> set[str]:
+    """The rules whose safe fixes on the `changed` lines of `before`, made there,
+    give what the user wrote (`after`): every line they write is one of the
+    user's, or they are all the user changed."""
+    lines = set(changed)
+    by_rule: dict[str, list[Fix]] = {}
+    for fix in fixes:
+        if fix.first_line in lines:
+            by_rule.setdefault(fix.rule, []).append(fix)
+    written = {line.strip() for line in after.split("\n")} - {""}
+    old = {line.strip() for line in before.split("\n")}
+    applied = set()
+    for rule, found in by_rule.items():
+        fixed = apply_edits(before, [e for f in found for e in f.edits])
+        made = {line.strip() for line in fixed.split("\n")} - old - {""}
+        if (made and made <= written) or _same_lines(fixed, after):
+            applied.add(rule)
+    return applied
+
+
+def apply_edits(text: str, edits: Iterable[tuple[int, int, str]]) -> str:
+    """`text` with non-overlapping (start, end, new text) edits made."""
+    for start, end, new in sorted(edits, reverse=True):
+        text = text[:start] + new + text[end:]
+    return text
+
+
+def line_rewrites(text: str, fixed: str) -> LineRewrites:
+    """`fixed` as lines of `text` rewritten (draft.draft_window's form)."""
+    old, new = text.split("\n"), fixed.split("\n")
+    rewrites: dict[int, str | None] = {}
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        if i1 == i2:  # lines inserted: written after the line above (or before the first)
+            if i1 > 0:
+                rewrites[i1 - 1] = "\n".join([old[i1 - 1], *new[j1:j2]])
+            else:
+                rewrites[0] = "\n".join([*new[j1:j2], old[0]])
+            continue
+        rewrites[i1] = "\n".join(new[j1:j2]) if j2 > j1 else None
+        rewrites.update(dict.fromkeys(range(i1 + 1, i2)))
+    return rewrites
+
+
+def _fixed(text: str, name: str, rule: str, lines: tuple[int, int]) -> str:
+    """`text` with `rule`'s fixes on `lines` made, asking ruff again after each."""
+    first, last = lines
+    for _ in range(MAX_FIX_ROUNDS):
+        found = lint(text, name, [rule]) or []
+        here = [f for f in found if first <= f.first_line <= last]
+        if not here:
+            break
+        fixed = apply_edits(text, here[0].edits)
+        last += fixed.count("\n") - text.count("\n")
+        text = fixed
+    return text
+
+
+def _newly_unused(old: list[Fix], fixes: list[Fix], name: str) -> list[Fix]:
+    """Imports unused now that were not before the edit. In a package's
+    `__init__.py` an import is an export, never removed."""
+    if name == "__init__.py":
+        return []
+    before = {f.message for f in old if f.rule == UNUSED_IMPORT}
+    return [f for f in fixes if f.rule == UNUSED_IMPORT and f.message not in before]
+
+
+def _run_lines(first: Fix, same_rule: list[Fix]) -> tuple[int, int]:
+    """The lines of `first` and of the same rule's fixes next to it, one after
+    another."""
+    lo, hi = first.first_line, first.last_line
+    grown = True
+    while grown:
+        grown = False
+        for fix in same_rule:
+            if fix.first_line <= hi + RUN_GAP_LINES and fix.last_line >= lo - RUN_GAP_LINES:
+                if fix.first_line < lo or fix.last_line > hi:
+                    lo, hi = min(lo, fix.first_line), max(hi, fix.last_line)
+                    grown = True
+    return lo, hi
+
+
+def _fix(found: object, starts: list[int]) -> Fix | None:
+    """One ruff diagnostic as a Fix, if it has a safe fix."""
+    if not isinstance(found, dict):
+        return None
+    fix = found.get("fix")
+    if not isinstance(fix, dict) or fix.get("applicability") != "safe" or not fix.get("edits"):
+        return None
+    try:
+        edits = tuple(
+            (_offset(starts, e["location"]), _offset(starts, e["end_location"]), e["content"])
+            for e in fix["edits"]
+        )
+        rows = [e["location"]["row"] for e in fix["edits"]]
+        rows += [e["end_location"]["row"] for e in fix["edits"]]
+    except (KeyError, TypeError, IndexError):
+        return None
+    last = max(rows) - 1
+    if max(e[1] for e in edits) == starts[min(last, len(starts) - 1)]:
+        last -= 1  # a fix that ends at a line's start (a line deleted) ends on the line above
+    code, message = str(found.get("code")), str(found.get("message"))
+    return Fix(code, message, min(rows) - 1, max(last, min(rows) - 1), edits)
+
+
+def _offset(starts: list[int], location: dict[str, int]) -> int:
+    """ruff's 1-based row and column (in characters) as an offset into the text."""
+    return starts[location["row"] - 1] + location["column"] - 1
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for line in text.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    return starts
+
+
+def _changed_lines(before: str, after: str) -> tuple[set[int], set[int]]:
+    """Lines of `before` and of `after` that the edit changed."""
+    old: set[int] = set()
+    new: set[int] = set()
+    a, b = before.split("\n"), after.split("\n")
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op != "equal":
+            old.update(range(i1, max(i2, i1 + 1)))
+            new.update(range(j1, max(j2, j1 + 1)))
+    return old, new
+
+
+def _same_lines(a: str, b: str) -> bool:
+    return [line.rstrip() for line in a.split("\n")] == [line.rstrip() for line in b.split("\n")]
+
+
+def _touches(fix: Fix, focus: tuple[int, int]) -> bool:
+    return fix.first_line < focus[1] and fix.last_line >= focus[0]
+
+
+def _distance(fix: Fix, focus: tuple[int, int]) -> int:
+    if fix.last_line < focus[0]:
+        return focus[0] - fix.last_line
+    return max(0, fix.first_line - (focus[1] - 1))
+
+
+def _near(fix: Fix, focus: tuple[int, int]) -> bool:
+    return _distance(fix, focus) <= MAX_FIX_LINES
+
+
+def _ruff() -> list[str]:
+    """The ruff command: the one installed with groundspec, else on PATH."""
+    try:
+        from ruff.__main__ import find_ruff_bin
+    except ImportError:
+        return ["ruff"]
+    try:
+        return [str(find_ruff_bin())]
+    except FileNotFoundError:
+        return ["ruff"]

@@ -1,0 +1,144 @@
+"""A lint rule the user applied by hand, carried on with ruff's own fix
+(speculator/next_edit/lint_fixes.py; runs the real ruff, no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from speculator.edits import EditHistory
+from speculator.next_edit import lint_fixes
+from speculator.next_edit.core import NextEditRequest, Plan, prepare
+from speculator.next_edit.lint_fixes import line_rewrites, lint_fix_lines
+
+FIELDS = """\
+import typing
+
+
+class Parts:
+    scheme: typing.Optional[str]
+    host: typing.Optional[str]
+    port: typing.Optional[int]
+    path: str
+"""
+
+CLASSES = """\
+class First(object):
+    pass
+
+
+def helper():
+    return 1
+
+
+class Second(object):
+    pass
+"""
+
+USES_OS = """\
+import os
+import sys
+
+
+def here():
+    return os.getcwd(), sys.argv
+"""
+
+
+def edited(text: str, old: str, new: str, path: str = "m.py") -> tuple[str, NextEditRequest]:
+    """`text` with its first `old` replaced by `new`, and the request that follows."""
+    at = text.index(old)
+    history = EditHistory()
+    history.record("u", at, old, new)
+    after = text[:at] + new + text[at + len(old) :]
+    request = NextEditRequest(text=after, cursor=at + len(new), edits=history.edits("u"), path=path)
+    return after, request
+
+
+def planned(request: NextEditRequest) -> Plan:
+    plan = prepare(request)
+    assert plan is not None
+    return plan
+
+
+def test_a_pyupgrade_fix_made_by_hand_is_made_on_the_next_lines() -> None:
+    after, request = edited(FIELDS, "typing.Optional[str]", "str | None")
+    plan = planned(request)
+    assert plan.draft_change is not None
+    # The run of fields below is one edit: both made, as ruff makes them.
+    assert plan.draft_change.edit.new_text.endswith("str | None\n    port: int | None")
+    assert "    port: int | None\n    path: str" in plan.job.draft
+
+
+def test_a_fix_further_down_is_found_past_other_code() -> None:
+    _, request = edited(CLASSES, "class First(object):", "class First:")
+    plan = planned(request)
+    assert plan.draft_change is not None
+    assert "class Second:" in plan.job.draft
+
+
+def test_an_edit_that_is_no_fix_follows_no_rule() -> None:
+    # The user typed something else on a line that ruff would fix: not its rule.
+    before = FIELDS
+    after = FIELDS.replace("scheme: typing.Optional[str]", "scheme: typing.Optional[bytes]")
+    assert lint_fix_lines(before, after, (4, 5), "m.py", "python") == {}
+
+
+def test_only_the_rule_the_user_applied_is_followed() -> None:
+    text = CLASSES + "\nvalue: typing.Optional[int] = None\n"
+    after = text.replace("class First(object):", "class First:")
+    rewrites = lint_fix_lines(text, after, (0, 1), "m.py", "python")
+    assert rewrites == {8: "class Second:"}
+
+
+def test_an_import_the_edit_left_unused_is_removed() -> None:
+    after, request = edited(USES_OS, "os.getcwd(), sys.argv", "sys.argv")
+    rewrites = lint_fix_lines(USES_OS, after, (5, 6), "m.py", "python")
+    assert rewrites == {0: None}  # the line deleted
+    plan = planned(request)
+    assert plan.draft_change is not None
+    assert plan.job.draft.startswith("import sys\n")
+
+
+def test_two_names_left_unused_in_one_import_are_both_removed() -> None:
+    text = "from os import getcwd, sep\n\n\ndef here():\n    return getcwd() + sep\n"
+    after = text.replace("getcwd() + sep", '"."')
+    assert lint_fix_lines(text, after, (4, 5), "m.py", "python") == {0: None}
+
+
+def test_an_import_unused_before_the_edit_is_not_the_users_business() -> None:
+    text = "import json\n" + USES_OS
+    after = text.replace("return os.getcwd(), sys.argv", "return os.getcwd(), sys.path")
+    assert lint_fix_lines(text, after, (6, 7), "m.py", "python") == {}
+
+
+def test_a_package_init_keeps_its_imports() -> None:
+    after = USES_OS.replace("os.getcwd(), sys.argv", "sys.argv")
+    assert lint_fix_lines(USES_OS, after, (5, 6), "pkg/__init__.py", "python") == {}
+
+
+def test_a_fix_far_from_the_edit_is_not_followed() -> None:
+    far = "class First(object):\n    pass\n" + "x = 1\n" * 40 + "class Second(object):\n    pass\n"
+    after = far.replace("class First(object):", "class First:")
+    assert lint_fix_lines(far, after, (0, 1), "m.py", "python") == {}
+
+
+def test_other_languages_and_a_missing_ruff_give_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    after = CLASSES.replace("class First(object):", "class First:")
+    assert lint_fix_lines(CLASSES, after, (0, 1), "m.js", "javascript") == {}
+    monkeypatch.setattr(lint_fixes, "_ruff", lambda: ["/nonexistent/ruff"])
+    assert lint_fix_lines(CLASSES, after, (0, 1), "m.py", "python") == {}
+
+
+def test_code_that_does_not_parse_gives_no_fix() -> None:
+    broken = CLASSES.replace("def helper():", "def helper(:")
+    after = broken.replace("class First(object):", "class First:")
+    rewrites = lint_fix_lines(broken, after, (0, 1), "m.py", "python")
+    assert all(line is None or "(:" not in line for line in rewrites.values())
+
+
+def test_line_rewrites_say_which_lines_change_go_or_come() -> None:
+    text = "a\nb\nc\nd"
+    assert line_rewrites(text, "a\nB\nc\nd") == {1: "B"}
+    assert line_rewrites(text, "a\nc\nd") == {1: None}
+    assert line_rewrites(text, "a\nb\nnew\nc\nd") == {1: "b\nnew"}
+    assert line_rewrites(text, "top\na\nb\nc\nd") == {0: "top\na"}
