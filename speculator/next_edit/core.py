@@ -21,6 +21,7 @@ from ..types import CancelToken, EngineError, Speculation, Stats
 from .across import imports_from, renamed_lines
 from .call_edits import carried_lines
 from .draft import draft_window, renames
+from .exports import export_lines
 from .imports import ImportSources, import_lines
 from .lint_fixes import LineRewrites, lint_fix_lines
 from .occurrences import occurrence_lines, removed_names, target_window
@@ -237,7 +238,8 @@ def _located(request: NextEditRequest, carried: Carried) -> Drafted:
 
 def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     """The last edit here, carried on: renames and substitutions, the call rules,
-    the import of a name it used and the next fix of a lint rule it applied."""
+    the import of a name it used, the export of a name it imported and the next
+    fix of a lint rule it applied."""
     last = request.edits[-1]
     focus = edited_lines(request.text, last)
     own = [h for h in hunks if h.path == request.path]
@@ -256,6 +258,7 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
         request.text, request.path, edit, request.language_id, request.import_sources
     )
     rewrites.update(carried_lines(request.text, hunk, focus, request.language_id))
+    rewrites.update(export_lines(before, request.text, request.path, request.language_id))
     # The user's own change carried on comes first; a lint rule they applied, after.
     fixes = lint_fix_lines(before, request.text, focus, request.path, request.language_id)
     return Carried(focus, hunk, places, {**fixes, **rewrites}, scope)
