@@ -36,6 +36,9 @@ from ..edits import common_ends
 from .line_edits import added, carry_added, carry_insertion, indentation, insertion, remark
 from .window import Hunk
 
+# Marks a line that a rewrite deletes while the other rules run (draft_window).
+_DELETED = "\x00deleted\x00"
+
 _WORD = re.compile(r"\w+|\s+|[^\w\s]")
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 # A line that is a string alone (a docstring: `"""Api2 hook"""`), not code that
@@ -270,15 +273,17 @@ def draft_window(
     None: nothing else is carried); `scope`: the
     window lines a renamed local's substitutions are confined to (scope.py)."""
     if rewrites:
+        # A deleted line stays as a marker until the end, so that `skip_lines` and
+        # `scope` still count the window's lines as they are.
         lines = window.split("\n")
         written = (rewrites.get(i, line) for i, line in enumerate(lines))
-        window = "\n".join(line for line in written if line is not None)
-    if hunk is None:
-        return window
-    lines = apply_substitutions(window, substitutions(hunk), skip_lines, scope).split("\n")
-    ins, add = insertion(hunk), added(hunk)  # at most one of them
-    if ins is not None:
-        lines = carry_insertion(lines, ins, skip_lines)
-    elif add is not None:
-        lines = carry_added(lines, add, skip_lines)
-    return "\n".join(lines)
+        window = "\n".join(_DELETED if line is None else line for line in written)
+    if hunk is not None:
+        lines = apply_substitutions(window, substitutions(hunk), skip_lines, scope).split("\n")
+        ins, add = insertion(hunk), added(hunk)  # at most one of them
+        if ins is not None:
+            lines = carry_insertion(lines, ins, skip_lines)
+        elif add is not None:
+            lines = carry_added(lines, add, skip_lines)
+        window = "\n".join(lines)
+    return "\n".join(line for line in window.split("\n") if line != _DELETED)

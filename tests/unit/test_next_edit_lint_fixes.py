@@ -8,7 +8,9 @@ import pytest
 from speculator.edits import EditHistory
 from speculator.next_edit import lint_fixes
 from speculator.next_edit.core import NextEditRequest, Plan, prepare
+from speculator.next_edit.draft import draft_window
 from speculator.next_edit.lint_fixes import line_rewrites, lint_fix_lines
+from speculator.next_edit.window import Hunk
 
 FIELDS = """\
 import typing
@@ -142,3 +144,11 @@ def test_line_rewrites_say_which_lines_change_go_or_come() -> None:
     assert line_rewrites(text, "a\nc\nd") == {1: None}
     assert line_rewrites(text, "a\nb\nnew\nc\nd") == {1: "b\nnew"}
     assert line_rewrites(text, "top\na\nb\nc\nd") == {0: "top\na"}
+
+
+def test_a_deleted_line_leaves_the_other_rules_counting_lines_as_they_are() -> None:
+    # The user renamed `old` on window line 1; a lint fix deletes line 0.
+    window = "import os\nx = new\ny = old"
+    hunk = Hunk("m.py", 1, ["x = old"], ["x = new"], [], [])
+    draft = draft_window(window, hunk, (1, 2), {0: None})
+    assert draft == "x = new\ny = new"
