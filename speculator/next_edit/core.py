@@ -260,7 +260,7 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     rewrites.update(carried_lines(request.text, hunk, focus, request.language_id))
     rewrites.update(export_lines(before, request.text, request.path, request.language_id))
     # The user's own change carried on comes first; a lint rule they applied, after.
-    fixes = lint_fix_lines(before, request.text, focus, request.path, request.language_id)
+    fixes = lint_fix_lines(before, request.text, last, request.path, request.language_id)
     return Carried(focus, hunk, places, {**fixes, **rewrites}, scope)
 
 

@@ -15,12 +15,17 @@ findings are its own business, not the user's next edit.
 from __future__ import annotations
 
 import difflib
+import functools
 import json
 import logging
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
+
+from ..edits import Edit
+from .occurrences import MAX_PLACE_LINES
+from .window import edited_lines, line_starts
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +40,6 @@ TARGET_VERSION = "py313"
 RUFF_TIMEOUT_S = 2.0
 # A run of the same rule's fixes is carried on together up to this many lines apart.
 RUN_GAP_LINES = 1
-# As occurrences.MAX_PLACE_LINES: the next edit is near the last (imports aside).
-MAX_FIX_LINES = 30
 # ruff is asked again after each fix applied: overlapping fixes (two unused names
 # in one import) are made one at a time.
 MAX_FIX_ROUNDS = 8
@@ -56,19 +59,20 @@ class Fix:
     edits: tuple[tuple[int, int, str], ...]  # (start offset, end offset, new text)
 
 
-def lint_fix_lines(
-    before: str, text: str, focus: tuple[int, int] | None, path: str, language_id: str
-) -> LineRewrites:
+def lint_fix_lines(before: str, text: str, edit: Edit, path: str, language_id: str) -> LineRewrites:
     """Lines of `text` rewritten by the next fix of the rule that the last edit
-    (`before` -> `text`, now on lines `focus` [a, b)) applied, or by removing an
-    import it left unused; {} when it applied none (or ruff is not at hand)."""
-    if language_id != "python" or focus is None or max(len(before), len(text)) > MAX_LINT_CHARS:
+    (`before` -> `text`) applied, or by removing an import it left unused; {}
+    when it applied none (or ruff is not at hand)."""
+    if language_id != "python" or max(len(before), len(text)) > MAX_LINT_CHARS:
         return {}
     name = PurePosixPath(path).name or "untitled.py"
     old, new = lint(before, name), lint(text, name)
     if old is None or new is None:
         return {}
-    rules = applied_rules(before, text, _changed_lines(before, text)[0], old)
+    focus = edited_lines(text, edit)
+    # The lines the edit replaced: the same helper, on the edit undone.
+    replaced = edited_lines(before, replace(edit, old=edit.new, new=edit.old))
+    rules = applied_rules(before, text, range(*replaced), old)
     fixes = [f for f in new if not _touches(f, focus)]
     followed = [f for f in fixes if f.rule in rules and _near(f, focus)]
     followed += _newly_unused(old, fixes, name)
@@ -108,7 +112,7 @@ def lint(text: str, name: str, rules: Sequence[str] | None = None) -> list[Fix] 
     if done.returncode != 0 or not isinstance(found, list):
         log.info("next edit: ruff failed: %s", done.stderr.strip()[:200])
         return None
-    starts = _line_starts(text)
+    starts = line_starts(text)
     return [f for d in found if (f := _fix(d, starts)) is not None]
 
 
@@ -224,25 +228,6 @@ def _offset(starts: list[int], location: dict[str, int]) -> int:
     return starts[location["row"] - 1] + location["column"] - 1
 
 
-def _line_starts(text: str) -> list[int]:
-    starts = [0]
-    for line in text.split("\n"):
-        starts.append(starts[-1] + len(line) + 1)
-    return starts
-
-
-def _changed_lines(before: str, after: str) -> tuple[set[int], set[int]]:
-    """Lines of `before` and of `after` that the edit changed."""
-    old: set[int] = set()
-    new: set[int] = set()
-    a, b = before.split("\n"), after.split("\n")
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
-        if op != "equal":
-            old.update(range(i1, max(i2, i1 + 1)))
-            new.update(range(j1, max(j2, j1 + 1)))
-    return old, new
-
-
 def _same_lines(a: str, b: str) -> bool:
     return [line.rstrip() for line in a.split("\n")] == [line.rstrip() for line in b.split("\n")]
 
@@ -258,11 +243,13 @@ def _distance(fix: Fix, focus: tuple[int, int]) -> int:
 
 
 def _near(fix: Fix, focus: tuple[int, int]) -> bool:
-    return _distance(fix, focus) <= MAX_FIX_LINES
+    return _distance(fix, focus) <= MAX_PLACE_LINES
 
 
+@functools.cache
 def _ruff() -> list[str]:
-    """The ruff command: the one installed with groundspec, else on PATH."""
+    """The ruff command: the one installed with groundspec, else on PATH (looked
+    up once: every next-edit request runs ruff)."""
     try:
         from ruff.__main__ import find_ruff_bin
     except ImportError:

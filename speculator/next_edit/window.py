@@ -7,6 +7,7 @@ Offsets are Python string offsets into the document's current text.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import overload
 
 from ..edits import Edit, snapshots
 
@@ -84,6 +85,12 @@ def line_of(starts: list[int], offset: int) -> int:
     return lo
 
 
+@overload
+def edited_lines(text: str, edit: Edit) -> tuple[int, int]: ...
+@overload
+def edited_lines(text: str, edit: None) -> None: ...
+@overload
+def edited_lines(text: str, edit: Edit | None) -> tuple[int, int] | None: ...
 def edited_lines(text: str, edit: Edit | None) -> tuple[int, int] | None:
     """Lines [first, end) of the current text that the edit's new text occupies
     (an edit that only deleted: the line where it happened, end = first + 1)."""

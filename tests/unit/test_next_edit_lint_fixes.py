@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from speculator.edits import EditHistory
+from speculator.edits import Edit, EditHistory, common_ends
 from speculator.next_edit import lint_fixes
 from speculator.next_edit.core import NextEditRequest, Plan, prepare
 from speculator.next_edit.draft import draft_window
@@ -56,6 +56,12 @@ def edited(text: str, old: str, new: str, path: str = "m.py") -> tuple[str, Next
     return after, request
 
 
+def edit_between(before: str, after: str) -> Edit:
+    """The one edit that makes `after` of `before`."""
+    head, tail = common_ends(before, after)
+    return Edit(head, before[head : len(before) - tail], after[head : len(after) - tail])
+
+
 def planned(request: NextEditRequest) -> Plan:
     plan = prepare(request)
     assert plan is not None
@@ -82,19 +88,19 @@ def test_an_edit_that_is_no_fix_follows_no_rule() -> None:
     # The user typed something else on a line that ruff would fix: not its rule.
     before = FIELDS
     after = FIELDS.replace("scheme: typing.Optional[str]", "scheme: typing.Optional[bytes]")
-    assert lint_fix_lines(before, after, (4, 5), "m.py", "python") == {}
+    assert lint_fix_lines(before, after, edit_between(before, after), "m.py", "python") == {}
 
 
 def test_only_the_rule_the_user_applied_is_followed() -> None:
     text = CLASSES + "\nvalue: typing.Optional[int] = None\n"
     after = text.replace("class First(object):", "class First:")
-    rewrites = lint_fix_lines(text, after, (0, 1), "m.py", "python")
+    rewrites = lint_fix_lines(text, after, edit_between(text, after), "m.py", "python")
     assert rewrites == {8: "class Second:"}
 
 
 def test_an_import_the_edit_left_unused_is_removed() -> None:
     after, request = edited(USES_OS, "os.getcwd(), sys.argv", "sys.argv")
-    rewrites = lint_fix_lines(USES_OS, after, (5, 6), "m.py", "python")
+    rewrites = lint_fix_lines(USES_OS, after, edit_between(USES_OS, after), "m.py", "python")
     assert rewrites == {0: None}  # the line deleted
     plan = planned(request)
     assert plan.draft_change is not None
@@ -104,37 +110,40 @@ def test_an_import_the_edit_left_unused_is_removed() -> None:
 def test_two_names_left_unused_in_one_import_are_both_removed() -> None:
     text = "from os import getcwd, sep\n\n\ndef here():\n    return getcwd() + sep\n"
     after = text.replace("getcwd() + sep", '"."')
-    assert lint_fix_lines(text, after, (4, 5), "m.py", "python") == {0: None}
+    assert lint_fix_lines(text, after, edit_between(text, after), "m.py", "python") == {0: None}
 
 
 def test_an_import_unused_before_the_edit_is_not_the_users_business() -> None:
     text = "import json\n" + USES_OS
     after = text.replace("return os.getcwd(), sys.argv", "return os.getcwd(), sys.path")
-    assert lint_fix_lines(text, after, (6, 7), "m.py", "python") == {}
+    assert lint_fix_lines(text, after, edit_between(text, after), "m.py", "python") == {}
 
 
 def test_a_package_init_keeps_its_imports() -> None:
     after = USES_OS.replace("os.getcwd(), sys.argv", "sys.argv")
-    assert lint_fix_lines(USES_OS, after, (5, 6), "pkg/__init__.py", "python") == {}
+    assert (
+        lint_fix_lines(USES_OS, after, edit_between(USES_OS, after), "pkg/__init__.py", "python")
+        == {}
+    )
 
 
 def test_a_fix_far_from_the_edit_is_not_followed() -> None:
     far = "class First(object):\n    pass\n" + "x = 1\n" * 40 + "class Second(object):\n    pass\n"
     after = far.replace("class First(object):", "class First:")
-    assert lint_fix_lines(far, after, (0, 1), "m.py", "python") == {}
+    assert lint_fix_lines(far, after, edit_between(far, after), "m.py", "python") == {}
 
 
 def test_other_languages_and_a_missing_ruff_give_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     after = CLASSES.replace("class First(object):", "class First:")
-    assert lint_fix_lines(CLASSES, after, (0, 1), "m.js", "javascript") == {}
+    assert lint_fix_lines(CLASSES, after, edit_between(CLASSES, after), "m.js", "javascript") == {}
     monkeypatch.setattr(lint_fixes, "_ruff", lambda: ["/nonexistent/ruff"])
-    assert lint_fix_lines(CLASSES, after, (0, 1), "m.py", "python") == {}
+    assert lint_fix_lines(CLASSES, after, edit_between(CLASSES, after), "m.py", "python") == {}
 
 
 def test_code_that_does_not_parse_gives_no_fix() -> None:
     broken = CLASSES.replace("def helper():", "def helper(:")
     after = broken.replace("class First(object):", "class First:")
-    rewrites = lint_fix_lines(broken, after, (0, 1), "m.py", "python")
+    rewrites = lint_fix_lines(broken, after, edit_between(broken, after), "m.py", "python")
     assert all(line is None or "(:" not in line for line in rewrites.values())
 
 
