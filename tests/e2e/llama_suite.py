@@ -108,6 +108,7 @@ def run(
         "GROUNDSPEC_SHIM_SERVER": server,
         "GROUNDSPEC_SHIM_MODEL": str(model),
         "GROUNDSPEC_SHIM_PYTHON": sys.executable,
+        "GROUNDSPEC_SHIM_CONFIG_DIR": str(dest),  # removed with dest, not left in /tmp
         "PORT": str(free_port()),
         "PYTHONPATH": str(ROOT),  # groundspec's own modules, for the shim's server
         "GROUNDSPEC_FAKE_ENGINE": "0",

@@ -13,7 +13,8 @@ same default target model, so both are measured through one harness:
 - for groundspec: --host/--port make --http; --api-key, --parallel and
   --no-slots pass on; --ctx-size becomes --n-ctx; --temp, --n-predict, --seed
   and --cors-origins become the options temperature, maxTokens, seed and
-  httpCorsOrigins (a config file in the temporary folder); the other flags
+  httpCorsOrigins (a config file in GROUNDSPEC_SHIM_CONFIG_DIR, by default the
+  temporary folder); the other flags
   (batches, aliases, UI, tools) have no groundspec counterpart and are dropped.
 
 Only the standard library: it runs before any server does. It replaces itself
@@ -104,7 +105,8 @@ def main() -> None:
         os.execv(command[0], command)
     python = os.environ.get("GROUNDSPEC_SHIM_PYTHON", sys.executable)
     port = dict(flags).get("--port")
-    config = Path(tempfile.gettempdir()) / f"groundspec-shim-{port}.toml"
+    config_dir = os.environ.get("GROUNDSPEC_SHIM_CONFIG_DIR") or tempfile.gettempdir()
+    config = Path(config_dir) / f"groundspec-shim-{port}.toml"
     command, env = groundspec_command(python, flags, config)
     os.environ.update(env)
     os.execv(command[0], command)
