@@ -136,7 +136,8 @@ def run_next_edit(args: argparse.Namespace) -> int:
     for edit in sorted(result.edits, key=lambda e: -e.start):
         new_text = new_text[: edit.start] + edit.new_text + new_text[edit.end :]
     if not result.edits:
-        print("groundspec: no next edit worth proposing", file=sys.stderr)
+        why = f" ({result.reason})" if result.reason else ""
+        print(f"groundspec: no next edit worth proposing{why}", file=sys.stderr)
     elif not args.json:
         sys.stdout.writelines(
             difflib.unified_diff(

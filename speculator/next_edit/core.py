@@ -57,6 +57,9 @@ REWRITE_MARGIN_TOKENS = 64
 # ask, new prompt tokens fell by 30% (mean 290 -> 204) with the same proposals
 # right (9) and wrong (4); 3 lines scored the same and proposed one more wrong.
 SCORE_CONTEXT_LINES = 2
+# Why nothing is proposed when no rule carries the last edit anywhere (the model is
+# not asked).
+NOTHING_TO_CARRY = "the last edit is carried nowhere nearby"
 
 
 @dataclass(frozen=True)
@@ -305,10 +308,21 @@ def _carried_across(request: NextEditRequest) -> dict[int, str]:
     return renamed_lines(request.text, request.language_id, before, edit)
 
 
+def _why_none(plan: Plan, found: list[Candidate], min_confidence: float) -> str:
+    """Why none of `found` is proposed, in words a user can act on (the CLI says it)."""
+    if not found:
+        return "no change"
+    fitting = [c for c in found if fits(plan.window, c, plan.user_lines)]
+    if not fitting:
+        return "each change touches the last edit's lines or only whitespace"
+    best = max(c.confidence for c in fitting)
+    return f"the likeliest change scored {best:.5f}, under the bar of {min_confidence:g}"
+
+
 def skipped(request: NextEditRequest) -> NextEditResult:
     """The answer when the model is not asked (Plan.asks_model)."""
-    log.info("next edit: nothing proposed (the draft carries nothing)")
-    return NextEditResult([], Stats(speculation=request.speculation), reason="nothing to carry")
+    log.info("next edit: nothing proposed (%s)", NOTHING_TO_CARRY)
+    return NextEditResult([], Stats(speculation=request.speculation), reason=NOTHING_TO_CARRY)
 
 
 def finish(
@@ -357,7 +371,7 @@ def _chosen(
 ) -> NextEditResult:
     chosen: Candidate | None = choose(plan.window, found, plan.user_lines, min_confidence)
     if chosen is None:
-        reason = "no change" if not found else f"{len(found)} candidates, none kept"
+        reason = _why_none(plan, found, min_confidence)
         log.info("next edit: nothing proposed (%s)", reason)
         return NextEditResult([], stats, reason=reason)
     log.info("next edit proposed, confidence %.5f", chosen.confidence)

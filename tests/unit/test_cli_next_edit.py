@@ -118,3 +118,15 @@ def test_a_name_another_tracked_file_imports_gets_its_import(tmp_path: Path) -> 
     proc = groundspec("pkg/settings.py", "--write", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert settings.read_text().startswith('"""S."""\nimport json\nfrom pathlib import Path\n\n')
+
+
+def test_nothing_proposed_says_why(tmp_path: Path) -> None:
+    earlier, path = tmp_path / "old.py", tmp_path / "new.py"
+    earlier.write_text(CODE)
+    path.write_text(CODE.replace("continue", "break"))
+    proc = groundspec(str(path), "--since", str(earlier))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        "groundspec: no next edit worth proposing (the last edit is carried nowhere nearby)"
+    )
+    assert proc.stdout == "" and path.read_text() == CODE.replace("continue", "break")

@@ -8,6 +8,7 @@ from dataclasses import replace
 from speculator.edits import EditHistory
 from speculator.fake import FakeEngine
 from speculator.next_edit.core import (
+    NOTHING_TO_CARRY,
     NextEditRequest,
     Plan,
     Rewrite,
@@ -276,7 +277,7 @@ def test_the_instruct_model_is_asked_only_where_the_draft_carries_the_edit() -> 
     text = CODE[:at] + "    # why\n" + CODE[at:]
     comment = NextEditRequest(text=text, cursor=at + 9, edits=history.edits("u"), path="p.py")
     result = next_edit(rewrite, comment)
-    assert (result.edits, result.reason, asked) == ([], "nothing to carry", [])
+    assert (result.edits, result.reason, asked) == ([], NOTHING_TO_CARRY, [])
     # A model trained on next edits writes its own: it is always asked.
     next_edit(rewrite, replace(comment, prompt_format="zeta2"))
     assert len(asked) == 1
@@ -291,22 +292,33 @@ def plan_and_rewrite(answer: str, probs: list[float] | None = None) -> tuple[Pla
     return plan, Rewrite(answer, trace, True, Stats())
 
 
-def test_an_unchanged_rewrite_or_one_undoing_the_users_edit_proposes_nothing() -> None:
-    plan, rewrite = plan_and_rewrite(plan_window_text(None))
-    assert finish(plan, rewrite, 0.0).edits == []
-    undone = plan.window.text.replace("getattr(plugin, attr_name)", "getattr(plugin, name)")
-    plan, rewrite = plan_and_rewrite(undone)
-    assert finish(plan, rewrite, 0.0).edits == []
-
-
-def test_a_cut_rewrite_or_one_running_past_the_window_is_not_an_edit() -> None:
+def numbered_plan() -> Plan:
+    """Sixty lines `xI = I`; the user changed `x30 = 30` to `x30 = 31`, so the window
+    holds the user's line."""
     text = "".join(f"x{i} = {i}\n" for i in range(60))
     history = EditHistory()
     at = text.index("x30 = 30") + len("x30 = ")
     history.record("u", at, "30", "31")
     text = text[:at] + "31" + text[at + 2 :]
     plan = prepare(NextEditRequest(text=text, cursor=at + 2, edits=history.edits("u")))
-    assert plan is not None
+    assert plan is not None and "x30 = 31" in plan.window.text
+    return plan
+
+
+def test_an_unchanged_rewrite_or_one_undoing_the_users_edit_proposes_nothing() -> None:
+    plan, rewrite = plan_and_rewrite(plan_window_text(None))
+    assert finish(plan, rewrite, 0.0).edits == []
+    plan = numbered_plan()
+    undone = plan.window.text.replace("x30 = 31", "x30 = 30")
+    assert finish(plan, Rewrite(undone, None, True, Stats()), 0.0).edits == []
+    # The same rewrite also changing another line proposes that line alone.
+    also = undone.replace("x26 = 26", "x26 = 31")
+    (edit,) = finish(plan, Rewrite(also, None, True, Stats()), 0.0).edits
+    assert edit.new_text == "31"
+
+
+def test_a_cut_rewrite_or_one_running_past_the_window_is_not_an_edit() -> None:
+    plan = numbered_plan()
     lines = plan.window.text.splitlines(keepends=True)
     cut = "".join(lines[:-3])  # the model stopped three lines early
     assert finish(plan, Rewrite(cut, None, True, Stats()), 0.0).edits == []
@@ -325,6 +337,25 @@ def test_confidence_is_the_least_probability_of_the_changed_tokens() -> None:
     assert [round(c.confidence, 2) for c in found] == [0.3]
     assert choose(plan.window, found, plan.user_lines, 0.5) is None
     assert choose(plan.window, found, plan.user_lines, 0.25) is not None
+
+
+def test_nothing_proposed_says_why_in_words_a_user_can_act_on() -> None:
+    plan, rewrite = plan_and_rewrite(plan_window_text(None))
+    assert finish(plan, rewrite, 0.0).reason == "no change"
+    plan = numbered_plan()
+    undone = plan.window.text.replace("x30 = 31", "x30 = 30")
+    assert finish(plan, Rewrite(undone, None, True, Stats()), 0.0).reason == (
+        "each change touches the last edit's lines or only whitespace"
+    )
+    plan, _ = plan_and_rewrite("")
+    answer = plan.job.draft
+    probs = [1.0] * len(answer)
+    probs[answer.index("attr_name in dir")] = 0.3
+    plan, rewrite = plan_and_rewrite(answer, probs)
+    doubtful = finish(plan, rewrite, 0.5)
+    assert doubtful.edits == []
+    assert doubtful.reason == "the likeliest change scored 0.30000, under the bar of 0.5"
+    assert finish(plan, rewrite, 0.25).reason == ""
 
 
 def test_a_block_written_twice_is_scored_where_the_model_chose_to_repeat_it() -> None:
