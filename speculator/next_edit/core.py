@@ -311,10 +311,10 @@ def _carried_across(request: NextEditRequest) -> dict[int, str]:
 def _why_none(plan: Plan, found: list[Candidate], min_confidence: float) -> str:
     """Why none of `found` is proposed, in words a user can act on (the CLI says it)."""
     if not found:
-        return "no change"
+        return "no change to propose"
     fitting = [c for c in found if fits(plan.window, c, plan.user_lines)]
     if not fitting:
-        return "each change touches the last edit's lines or only whitespace"
+        return "each change touches the last edit's lines, is only whitespace or is cut off"
     best = max(c.confidence for c in fitting)
     return f"the likeliest change scored {best:.5f}, under the bar of {min_confidence:g}"
 

@@ -341,11 +341,11 @@ def test_confidence_is_the_least_probability_of_the_changed_tokens() -> None:
 
 def test_nothing_proposed_says_why_in_words_a_user_can_act_on() -> None:
     plan, rewrite = plan_and_rewrite(plan_window_text(None))
-    assert finish(plan, rewrite, 0.0).reason == "no change"
+    assert finish(plan, rewrite, 0.0).reason == "no change to propose"
     plan = numbered_plan()
     undone = plan.window.text.replace("x30 = 31", "x30 = 30")
     assert finish(plan, Rewrite(undone, None, True, Stats()), 0.0).reason == (
-        "each change touches the last edit's lines or only whitespace"
+        "each change touches the last edit's lines, is only whitespace or is cut off"
     )
     plan, _ = plan_and_rewrite("")
     answer = plan.job.draft
