@@ -4,8 +4,9 @@ The fake engine proposes the user's last rename carried to the other lines of th
 (speculator/fake.py), so renaming `name` to `attr_name` on the getattr line brings a
 proposal for the two lines above: drawn as `name` struck through with `attr_name` after
 it, and a hint at the cursor that it is above. Tab applies it as one edit (one undo
-step), Escape dismisses it, typing drops it, and with `groundspec.nextEdit` off nothing
-is asked for. Harness: vscode_workbench.py.
+step), Escape dismisses it, typing drops it, with `groundspec.nextEdit` off nothing is
+asked for, and with `groundspec.nextEditAutoTrigger` off only the command asks.
+Harness: vscode_workbench.py.
 """
 
 from __future__ import annotations
@@ -175,6 +176,30 @@ def test_next_edits_off_sends_no_request(tmp_path: Path, announce: Callable[[str
         time.sleep(QUIET_SECONDS)
         assert not drawn(bench).shown
         assert bench.next_edits_for(NAME) == 0
+
+
+def test_manual_mode_asks_only_on_request(tmp_path: Path, announce: Callable[[str], None]) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    settings = {**SETTINGS, "groundspec.nextEditAutoTrigger": False}
+    files = {NAME: CODE}
+    with code_server(tmp_path, announce, ["--fake"], {}, settings=settings, files=files) as bench:
+        bench.open_from_explorer(NAME)
+        bench.wait_ready()
+        rename_on_line_6(bench)
+        time.sleep(QUIET_SECONDS)  # pauses in typing ask nothing
+        assert not drawn(bench).shown and bench.next_edits_for(NAME) == 0
+        bench.run_command("groundspec: Suggest Next Edit")
+        wait_proposal(bench)
+        assert bench.next_edits_for(NAME) == 1
+        bench.keys(Keys.TAB)
+        wait_for("the proposal applied", lambda: not drawn(bench).struck, 10)
+        bench.save()
+        wait_for(
+            "the carried rename saved", lambda: (bench.folder / NAME).read_text() == CARRIED, 15
+        )
+        time.sleep(QUIET_SECONDS)  # the edit applied is no reason to ask either
+        assert bench.next_edits_for(NAME) == 1
 
 
 def toasts(bench: Workbench) -> str:

@@ -68,7 +68,7 @@ class Groundspec implements vscode.Disposable {
   readonly preview = new RefactorPreview();
   readonly nextEdits = new NextEdits({
     client: (report) => this.runningClient(report),
-    block: (document) => this.nextEditBlock(document),
+    block: (document, invoked) => this.nextEditBlock(document, invoked),
     debounceMs: () => this.settings.nextEditDebounceMs,
     log: (message) => this.output.debug(message),
   });
@@ -244,13 +244,17 @@ class Groundspec implements vscode.Disposable {
     this.render();
   }
 
-  /** Why `document` gets no next edit, or null when it may. */
-  private nextEditBlock(document: vscode.TextDocument): string | null {
+  /** Why `document` gets no next edit (`invoked`: asked on request), or null when it may. */
+  private nextEditBlock(document: vscode.TextDocument, invoked: boolean): string | null {
     const scheme = ["file", "untitled"].includes(document.uri.scheme);
     if (!scheme || !servesLanguage(this.settings.languages, document.languageId)) return "its language is not served";
     const config = vscode.workspace.getConfiguration("groundspec", document);
-    const block = nextEditBlock({ enable: config.get("enable"), nextEdit: config.get("nextEdit") });
+    const block = nextEditBlock(
+      { enable: config.get("enable"), nextEdit: config.get("nextEdit"), nextEditAutoTrigger: config.get("nextEditAutoTrigger") },
+      invoked,
+    );
     if (block === "disabled") return `groundspec.enable is off for ${document.languageId}`;
+    if (block === "manual") return "groundspec.nextEditAutoTrigger is off";
     return block === "off" ? "groundspec.nextEdit is off" : null;
   }
 

@@ -29,8 +29,9 @@ export const VISIBLE_CONTEXT = "groundspec.nextEditVisible";
 /** What the extension lends: its running client, a document's settings, its log. */
 export interface NextEditHost {
   client(report: boolean): LanguageClient | undefined;
-  /** Why `document` gets no next edit ("disabled", "off", "not served"), or null. */
-  block(document: vscode.TextDocument): string | null;
+  /** Why `document` gets no next edit ("disabled", "off", "not served"; "manual" unless
+   * `invoked`, asked on request), or null. */
+  block(document: vscode.TextDocument, invoked: boolean): string | null;
   debounceMs(): number;
   log(message: string): void;
 }
@@ -73,7 +74,7 @@ export class NextEdits implements vscode.Disposable {
   async ask(): Promise<void> {
     const editor = vscode.window.activeTextEditor;
     if (!editor) return;
-    const block = this.host.block(editor.document);
+    const block = this.host.block(editor.document, true);
     if (block !== null) {
       void vscode.window.showInformationMessage(`groundspec: no next edit here (${block}).`);
       return;
@@ -115,20 +116,20 @@ export class NextEdits implements vscode.Disposable {
 
   /** Ask for `editor` after the pause, if it is still in front then. */
   private schedule(editor: vscode.TextEditor): void {
-    if (this.host.block(editor.document) !== null) return;
+    if (this.host.block(editor.document, false) !== null) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       if (vscode.window.activeTextEditor === editor) void this.request(editor, false);
     }, this.host.debounceMs());
   }
 
-  /** Settings changed: a document now blocked loses its proposal and pending ask. */
+  /** Settings changed: a document now blocked loses its proposal and pending ask; one
+   * now in manual mode keeps what is shown but no automatic ask goes out. */
   settingsChanged(): void {
     const editor = vscode.window.activeTextEditor;
-    if (editor && this.host.block(editor.document) !== null) {
-      this.cancel();
-      this.clear();
-    }
+    if (!editor) return;
+    if (this.host.block(editor.document, false) !== null) this.cancel();
+    if (this.host.block(editor.document, true) !== null) this.clear();
   }
 
   /** Jump to the proposal and apply it as one edit (one undo step); false when none or stale. */

@@ -172,10 +172,15 @@ export function suggestionBlock(
 
 /**
  * Why no next edit is asked for in a document, or null when one may be: the language is
- * turned off (`groundspec.enable`), or next edits are (`groundspec.nextEdit`).
+ * turned off (`groundspec.enable`), or next edits are (`groundspec.nextEdit`), or only
+ * asked for on request (`groundspec.nextEditAutoTrigger`) and this ask is automatic.
  */
-export function nextEditBlock(document: { enable: unknown; nextEdit: unknown }): "disabled" | "off" | null {
+export function nextEditBlock(
+  document: { enable: unknown; nextEdit: unknown; nextEditAutoTrigger: unknown },
+  invoked: boolean,
+): "disabled" | "off" | "manual" | null {
   if (document.enable === false) return "disabled";
   if (document.nextEdit === false) return "off";
+  if (!invoked && document.nextEditAutoTrigger === false) return "manual";
   return null;
 }

@@ -149,8 +149,14 @@ test("next edits: on by default, mirrored to the server's nextEdit and nextEditD
 });
 
 test("next edits are blocked by the language's enable or by nextEdit, not by autoTrigger", () => {
-  assert.equal(nextEditBlock({ enable: undefined, nextEdit: undefined }), null);
-  assert.equal(nextEditBlock({ enable: true, nextEdit: true }), null);
-  assert.equal(nextEditBlock({ enable: false, nextEdit: true }), "disabled");
-  assert.equal(nextEditBlock({ enable: true, nextEdit: false }), "off");
+  const unset = { enable: undefined, nextEdit: undefined, nextEditAutoTrigger: undefined };
+  assert.equal(nextEditBlock(unset, false), null);
+  assert.equal(nextEditBlock({ ...unset, enable: true, nextEdit: true }, false), null);
+  assert.equal(nextEditBlock({ ...unset, enable: false, nextEdit: true }, true), "disabled");
+  assert.equal(nextEditBlock({ ...unset, enable: true, nextEdit: false }, true), "off");
+  // Manual mode: only an ask on request goes out.
+  const manual = { ...unset, nextEditAutoTrigger: false };
+  assert.equal(nextEditBlock(manual, false), "manual");
+  assert.equal(nextEditBlock(manual, true), null);
+  assert.equal(nextEditBlock({ ...manual, nextEdit: false }, true), "off");
 });
