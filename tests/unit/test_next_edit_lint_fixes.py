@@ -84,6 +84,17 @@ def test_a_fix_further_down_is_found_past_other_code() -> None:
     assert "class Second:" in plan.job.draft
 
 
+def test_quotes_removed_from_an_annotation_by_hand_are_removed_from_the_next() -> None:
+    # No `from __future__ import annotations`: ruff removes such quotes only for code
+    # whose annotations are deferred (Python 3.14 on). The user removing one shows the
+    # code is read so.
+    text = 'class URL:\n    def copy(self) -> "URL":\n        return self\n\n'
+    text += '    def join(self, other: str) -> "URL":\n        return self\n'
+    after = text.replace('def copy(self) -> "URL":', "def copy(self) -> URL:")
+    rewrites = lint_fix_lines(text, after, edit_between(text, after), "m.py", "python")
+    assert rewrites == {4: "    def join(self, other: str) -> URL:"}
+
+
 def test_an_edit_that_is_no_fix_follows_no_rule() -> None:
     # The user typed something else on a line that ruff would fix: not its rule.
     before = FIELDS
