@@ -12,7 +12,8 @@ Harness: vscode_workbench.py.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,6 +82,19 @@ def rename_on_line_6(bench: Workbench) -> None:
     bench.keys(Keys.END, Keys.LEFT, Keys.BACKSPACE * 4, "attr_name")
 
 
+@contextmanager
+def renamed_in_code_server(
+    tmp_path: Path, announce: Callable[[str], None], settings: dict[str, Any]
+) -> Iterator[Workbench]:
+    """code-server on the fake engine with CODE open, `name` just renamed on line 6."""
+    files = {NAME: CODE}
+    with code_server(tmp_path, announce, ["--fake"], {}, settings=settings, files=files) as bench:
+        bench.open_from_explorer(NAME)
+        bench.wait_ready()
+        rename_on_line_6(bench)
+        yield bench
+
+
 def wait_proposal(bench: Workbench) -> Drawn:
     def ready() -> Drawn | None:
         now = drawn(bench)
@@ -96,12 +110,8 @@ def test_a_rename_brings_a_proposal_that_tab_applies_as_one_edit(
 ) -> None:
     from selenium.webdriver.common.keys import Keys
 
-    files = {NAME: CODE}
-    with code_server(tmp_path, announce, ["--fake"], {}, settings=SETTINGS, files=files) as bench:
+    with renamed_in_code_server(tmp_path, announce, SETTINGS) as bench:
         path = bench.folder / NAME
-        bench.open_from_explorer(NAME)
-        bench.wait_ready()
-        rename_on_line_6(bench)
         shown = wait_proposal(bench)
         bench.screenshot("vscode-next-edit.png")
         assert shown.struck == ["name", "name"]  # lines 2 and 3, in the deletion style
@@ -128,12 +138,8 @@ def test_escape_dismisses_and_typing_drops_a_stale_proposal(
     from selenium.webdriver.common.keys import Keys
 
     settings = {**SETTINGS, "groundspec.nextEditDebounceMs": 1000}
-    files = {NAME: CODE}
-    with code_server(tmp_path, announce, ["--fake"], {}, settings=settings, files=files) as bench:
+    with renamed_in_code_server(tmp_path, announce, settings) as bench:
         path = bench.folder / NAME
-        bench.open_from_explorer(NAME)
-        bench.wait_ready()
-        rename_on_line_6(bench)
         wait_proposal(bench)
         bench.keys(Keys.ESCAPE)
         wait_for("the proposal dismissed", lambda: not drawn(bench).shown, 10)
@@ -164,11 +170,7 @@ def test_escape_dismisses_and_typing_drops_a_stale_proposal(
 
 def test_next_edits_off_sends_no_request(tmp_path: Path, announce: Callable[[str], None]) -> None:
     settings = {**SETTINGS, "groundspec.nextEdit": False}
-    files = {NAME: CODE}
-    with code_server(tmp_path, announce, ["--fake"], {}, settings=settings, files=files) as bench:
-        bench.open_from_explorer(NAME)
-        bench.wait_ready()
-        rename_on_line_6(bench)
+    with renamed_in_code_server(tmp_path, announce, settings) as bench:
         time.sleep(QUIET_SECONDS)
         assert not drawn(bench).shown
         bench.run_command("groundspec: Suggest Next Edit")  # the command says why, asks nothing
@@ -182,11 +184,7 @@ def test_manual_mode_asks_only_on_request(tmp_path: Path, announce: Callable[[st
     from selenium.webdriver.common.keys import Keys
 
     settings = {**SETTINGS, "groundspec.nextEditAutoTrigger": False}
-    files = {NAME: CODE}
-    with code_server(tmp_path, announce, ["--fake"], {}, settings=settings, files=files) as bench:
-        bench.open_from_explorer(NAME)
-        bench.wait_ready()
-        rename_on_line_6(bench)
+    with renamed_in_code_server(tmp_path, announce, settings) as bench:
         time.sleep(QUIET_SECONDS)  # pauses in typing ask nothing
         assert not drawn(bench).shown and bench.next_edits_for(NAME) == 0
         bench.run_command("groundspec: Suggest Next Edit")
