@@ -26,10 +26,11 @@ def register_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     demo = add_command(
         sub,
         "demo",
-        help="a completion and a refactor, plain and speculative, with the speedup",
+        help="a completion and a refactor, plain and speculative, with the speedup; a next edit",
         description="Load the models, write a completion and a refactor of a bundled example "
         "plainly (off) and with grounded speculation (auto), and say how long each took, "
-        "the speedup and whether the text is the same.",
+        "the speedup and whether the text is the same; then propose the next edit after a "
+        "rename in it.",
         examples=["groundspec demo", "groundspec demo --json", "groundspec demo --threads 2"],
     )
     demo.add_argument(
@@ -42,8 +43,8 @@ def register_demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
 def run_demo(args: argparse.Namespace) -> int:
     from .demo import as_json, load_and_run, summary
 
-    outcomes = load_and_run(engine_config(args))
-    print(as_json(outcomes) if args.json else summary(outcomes))
+    outcomes, next_edit = load_and_run(engine_config(args))
+    print(as_json(outcomes, next_edit) if args.json else summary(outcomes, next_edit))
     return EXIT_OK
 
 

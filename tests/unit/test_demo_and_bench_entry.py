@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from lsp_server import cli, cli_lab
-from lsp_server.demo import Outcome, run_demo, summary
+from lsp_server.demo import Outcome, run_demo, run_next_edit, summary
 from speculator.fake import FakeEngine
 from speculator.types import Stats
 
@@ -45,15 +45,59 @@ def test_the_demo_runs_a_completion_and_a_refactor_each_both_ways() -> None:
     assert all(set(o.texts) == {"off", "auto"} for o in outcomes)
 
 
+def test_the_demo_proposes_the_rename_carried_inside_its_function_only() -> None:
+    shown = run_next_edit(FakeEngine())
+    assert "def area_of_square(length: float)" in shown.before
+    changed = [
+        (a, b)
+        for a, b in zip(shown.before.splitlines(), shown.after.splitlines(), strict=True)
+        if a != b
+    ]
+    # perimeter_of_square's own `side` is another variable: left as it is.
+    assert changed == [("    return side * side", "    return length * length")]
+    assert "\n".join(summary([], shown).splitlines()[3:7]).endswith(
+        "    -     return side * side\n    +     return length * length\n"
+        "  proposed in 0.00 s, the model's confidence 1.00 (it proposes at 0.003 or more)"
+    )
+
+
+def test_the_demo_says_why_no_next_edit_is_proposed() -> None:
+    unsure = FakeEngine()
+    unsure.rewrite_confidence = 0.001  # under the bar
+    shown = run_next_edit(unsure)
+    assert shown.after == shown.before
+    assert "  nothing proposed (the likeliest change scored 0.00100, under the bar of 0.003)" in (
+        summary([], shown)
+    )
+
+
+def test_the_demo_says_when_the_engine_has_no_next_edits() -> None:
+    class CompletionsOnly:
+        pass
+
+    shown = run_next_edit(CompletionsOnly())  # type: ignore[arg-type]
+    assert shown.result is None and shown.after == shown.before
+    assert "  none: next edits need the local engine" in summary([], shown)
+
+
 def test_demo_prints_the_summary_and_json_on_request() -> None:
     proc = groundspec("demo", "--fake")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("groundspec demo: a completion and a refactor")
     assert proc.stdout.count("x faster") == 2
+    assert "+     return length * length" in proc.stdout
     raw = json.loads(groundspec("demo", "--fake", "--json").stdout)
-    assert set(raw) == {"completion", "refactor"}
+    assert set(raw) == {"completion", "refactor", "nextEdit"}
     assert set(raw["refactor"]) == {"speedup", "identical", "off", "auto"}
     assert set(raw["refactor"]["auto"]) == {"text", "stats"}
+    proposal = raw["nextEdit"]
+    assert set(proposal) == {"edits", "stats", "confidence", "text"}
+    assert proposal["edits"] == [
+        {
+            "range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": 22}},
+            "newText": "length * length",
+        }
+    ]
 
 
 def test_bench_in_a_checkout_runs_the_lab(capsys: pytest.CaptureFixture[str]) -> None:
