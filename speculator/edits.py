@@ -111,7 +111,11 @@ def trimmed(edit: Edit) -> Edit | None:
 
 
 class DocumentEdits:
-    """One document's recent edits, oldest first, newest last."""
+    """One document's recent edits, oldest first, newest last.
+
+    Each is kept as typed, spanning every keystroke merged into it, and trimmed
+    only when read (`recent`): `side` deleted, then `l`, `e` typed reads as `sid ->
+    l` (the `e` is shared), but the `n` typed next must still touch the edit."""
 
     def __init__(self) -> None:
         self.edits: list[Edit] = []
@@ -122,14 +126,16 @@ class DocumentEdits:
             merged = merge(last, edit)
             if merged is not None:
                 self.edits.pop()
-                kept = trimmed(merged)
-                if kept is not None:
-                    self.edits.append(kept)
+                if trimmed(merged) is not None:  # typed, then deleted: nothing
+                    self.edits.append(merged)
                 return
-        kept = trimmed(edit)
-        if kept is not None:
-            self.edits.append(kept)
+        if trimmed(edit) is not None:
+            self.edits.append(edit)
         self._bound()
+
+    def recent(self) -> list[Edit]:
+        """The edits, oldest first, each without the text its two sides share."""
+        return [kept for edit in self.edits if (kept := trimmed(edit)) is not None]
 
     def _bound(self) -> None:
         while len(self.edits) > MAX_EDITS:
@@ -163,14 +169,14 @@ class EditHistory:
 
     def edits(self, uri: str) -> list[Edit]:
         doc = self._docs.get(uri)
-        return list(doc.edits) if doc else []
+        return doc.recent() if doc else []
 
     def elsewhere(self, uri: str, limit: int = 3) -> list[tuple[str, Edit]]:
         """The newest edits made in other documents, newest first."""
         found: list[tuple[str, Edit]] = []
         for other, doc in reversed(self._docs.items()):
             if other != uri:
-                found += [(other, e) for e in reversed(doc.edits)]
+                found += [(other, e) for e in reversed(doc.recent())]
         found.sort(key=lambda item: item[1].at, reverse=True)
         return found[:limit]
 

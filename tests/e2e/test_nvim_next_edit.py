@@ -117,6 +117,23 @@ H.out.stats = H.stats(function(s) return s.acceptedItems >= 1 end)
     assert out["stats"]["acceptedItems"] == 1
 
 
+def test_a_new_name_sharing_letters_with_the_old_one_is_still_one_rename(
+    tmp_path: Path,
+) -> None:
+    # `name` -> `label` key by key: after `labe` the `e` is shared with `name`, and
+    # the `l` typed next must still extend the one rename the server follows.
+    out = run_nvim(
+        tmp_path,
+        "H.setup()"
+        + RENAME.replace("ciwattr_name", "ciwlabel")
+        + WAIT_PROPOSAL
+        + 'H.input("<M-l>")\nH.out.accepted = H.lines()',
+    )
+    assert out["renamed"][5] == "        method = getattr(plugin, label)"
+    assert out["proposal"]["added"] == [line.replace("name", "label") for line in CODE[1:3]]
+    assert out["accepted"][:3] == [line.replace("name", "label") for line in CODE[:3]]
+
+
 def test_escape_dismisses_the_next_edit_and_leaves_the_buffer(tmp_path: Path) -> None:
     out = run_nvim(
         tmp_path,

@@ -51,6 +51,17 @@ def test_a_rename_by_select_and_retype_is_old_to_new() -> None:
     assert [(e.start, e.old, e.new) for e in edits] == [(4, "", "attr_")]
 
 
+def test_a_retyped_name_that_shares_a_letter_with_the_old_one_stays_one_edit() -> None:
+    # Neovim's `ciw` then `length`: `side` deleted, then `le` reads as `sid -> l`
+    # for a moment (the `e` is shared); the `n` typed next still extends the edit.
+    history = EditHistory()
+    text = "def area(side):\n"
+    history.record("a", 9, "side", "")
+    text = typed(history, "a", text[:9] + text[13:], 9, "length")
+    assert text == "def area(length):\n"
+    assert [(e.start, e.old, e.new) for e in history.edits("a")] == [(9, "side", "length")]
+
+
 def test_backspaces_into_a_typed_word_shorten_it_and_typed_then_deleted_leaves_nothing() -> None:
     history = EditHistory()
     text = typed(history, "a", "f()\n", 2, "abc")
