@@ -81,6 +81,9 @@ def setup_logging(log_file: str | None = None) -> None:
         )
     # pygls logs every message body at INFO: megabytes per keystroke on big files.
     logging.getLogger("pygls").setLevel(logging.WARNING)
+    # watchdog logs each file event at DEBUG; a log file inside the watched
+    # workspace would make every line it writes an event that writes a line.
+    logging.getLogger("watchdog").setLevel(logging.INFO)
 
 
 def traced(fn: F) -> F:

@@ -46,6 +46,21 @@ def test_a_log_file_gets_info(
     assert "models ready" in log_file.read_text()
 
 
+def test_debug_leaves_out_watchdogs_file_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, restore_root_logger: None
+) -> None:
+    # A log file in the watched workspace: each event logged would be an event.
+    monkeypatch.setenv("GROUNDSPEC_LOG_LEVEL", "DEBUG")
+    log_file = tmp_path / "groundspec.log"
+    setup_logging(str(log_file))
+    logging.getLogger("watchdog.observers.inotify_buffer").debug("in-event groundspec.log")
+    logging.getLogger("speculator.workspace").debug("indexed app.py")
+    logging.getLogger("watchdog.observers").warning("inotify watch limit reached")
+    written = log_file.read_text(encoding="utf-8")
+    assert "in-event" not in written
+    assert "indexed app.py" in written and "inotify watch limit reached" in written
+
+
 def test_a_bad_level_falls_back_and_says_so(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
