@@ -112,9 +112,8 @@ class KvSlots:
             self._mark_foreign()
         # bench/workspace_kv.py reads this line: a switch's two costs, apart.
         log.info(
-            "entered the %s KV of %s: live KV saved in %.1f ms, restored in %.1f ms",
-            key[0],
-            key[1] or "?",
+            "entered %s: live KV saved in %.1f ms, restored in %.1f ms",
+            _named(key),
             (saved - started) * 1e3,
             (time.perf_counter() - saved) * 1e3,
         )
@@ -137,7 +136,7 @@ class KvSlots:
         if not self.session.restore_state(
             slot.target.data, slot.target.cells, slot.target.segments
         ):
-            log.warning("the saved KV of %s did not restore: evaluating afresh", key[1] or "?")
+            log.warning("the saved %s did not restore: evaluating afresh", _named(key))
             return False
         draft_session = self.draft_session
         if draft_session is not None and slot.draft is not None:
@@ -149,9 +148,7 @@ class KvSlots:
             for session, state in ((self.session, slot.target), (draft_session, slot.draft)):
                 if session is not None and state is not None:
                     self._keep_spare(session, state)
-        log.info(
-            "restored the %s KV of %s (%d tokens)", key[0], key[1] or "?", len(slot.target.cells)
-        )
+        log.info("restored %s (%d tokens)", _named(key), len(slot.target.cells))
         return True
 
     def restore_saved(self, key: SlotKey) -> list[list[int]] | None:
@@ -267,3 +264,10 @@ class KvSlots:
 
 def _mark(cells: list[int]) -> tuple[int, int]:
     return len(cells), hash(tuple(cells))
+
+
+def _named(key: SlotKey) -> str:
+    """A slot in the logs: `the completion KV of app.py`; a slot of no document
+    (the next-edit instructions, kept for all of them) by its kind alone."""
+    kind, path = key
+    return f"the {kind} KV of {path}" if path else f"the {kind} KV (every document's)"
