@@ -274,8 +274,18 @@ def _drafted(text: str, carried: Carried, window: Window, language_id: str) -> D
     scope = _clipped(window, carried.scope)
     draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope)
     draft = _without_breaks(text, language_id, window, draft)
-    found = (c for c in candidates(window, draft, None) if fits(window, c, user_lines))
-    return Drafted(window, user_lines, draft, next(found, None))
+    found = [c for c in candidates(window, draft, None) if fits(window, c, user_lines)]
+    twins = [c for c in found if _twin(window, carried.hunk, c)]
+    return Drafted(window, user_lines, draft, next(iter(twins or found), None))
+
+
+def _twin(window: Window, hunk: Hunk | None, cand: Candidate) -> bool:
+    """Does `cand` rewrite lines equal to the ones the user's edit changed?"""
+    if hunk is None:
+        return False
+    lines = window.text.split("\n")[cand.first_line : cand.end_line]
+    changed = {line.strip() for line in hunk.before if line.strip()}
+    return bool(lines) and all(line.strip() in changed for line in lines)
 
 
 def _without_breaks(text: str, language_id: str, window: Window, draft: str) -> str:

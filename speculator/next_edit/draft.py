@@ -145,7 +145,11 @@ def _word_pairs(old_words: list[str], new_words: list[str]) -> list[Substitution
             pairs.append(Substitution(old, new, True, member=member))
         elif len(old.strip()) >= MIN_PIECE_CHARS:
             pairs.append(Substitution(old, new, False))
-    return [] if len({(p.old, p.new) for p in pairs}) > MAX_WORD_CHANGES else pairs
+    if len({(p.old, p.new) for p in pairs}) > MAX_WORD_CHANGES:
+        return []
+    if {p.new for p in pairs} & {p.old for p in pairs}:
+        return []  # `a, b` -> `c, a`: the names moved to other values, none was renamed
+    return pairs
 
 
 def _changed_span(old_words: list[str], new_words: list[str]) -> list[Substitution]:

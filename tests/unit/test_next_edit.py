@@ -219,6 +219,41 @@ def test_a_reworded_sentence_is_not_read_as_renames() -> None:
     assert apply_substitutions(code, substitutions(reworded)) == code
 
 
+def test_names_moved_to_other_values_are_not_renames() -> None:
+    """`markup, tag = ...` -> `escaping, markup = ...`: `markup` now holds what `tag`
+    held, so neither `markup -> escaping` nor `tag -> markup` is carried."""
+    old = "    markup, tag = m.group(0), m.group(1)"
+    moved = Hunk("p", 0, [old], ["    escaping, markup = m.group(1), m.group(2)"], [], [])
+    code = "    if markup[0] == '\\\\':\n        emit(tag)\n"
+    assert apply_substitutions(code, substitutions(moved)) == code
+    renamed = Hunk("p", 0, [old], ["    text, tag = m.group(0), m.group(1)"], [], [])
+    assert apply_substitutions(code, substitutions(renamed)) == code.replace("markup", "text")
+
+
+def test_the_line_the_user_changed_is_followed_first_where_it_recurs() -> None:
+    """A changed piece of text reaches a similar line first (row 2), but the same
+    line as the one the user changed (row 4) is the likelier next edit."""
+    text = (
+        "RULES = [\n"
+        "    (r'\\\\([\\s\\S])', Regex),\n"
+        "    (r'.|\\n', Regex),\n"
+        "    (r'x+', Name),\n"
+        "    (r'\\\\(.|\\n)', Regex),\n"
+        "]\n"
+    )
+    at = text.index("[\\s\\S]")
+    history = EditHistory()
+    history.record("u", at, ".|\\n", "[\\s\\S]")
+    plan = prepare(NextEditRequest(text, at + 6, history.edits("u"), path="lex.py"))
+    assert plan is not None and plan.draft_change is not None
+    piece = Hunk("lex.py", 1, [text.split("\n")[4]], [text.split("\n")[1]], [], [])
+    row_2 = "    (r'.|\\n', Regex),"
+    assert apply_substitutions(row_2, substitutions(piece)) == "    (r'[\\s\\S]', Regex),"
+    change = plan.draft_change.edit
+    assert text.count("\n", 0, change.start) == 4
+    assert change.new_text == "[\\s\\S]"
+
+
 def test_fake_engine_carries_the_rename_to_the_lines_above() -> None:
     request = renamed_request()
     out = apply(request.text, request, FakeEngine())
