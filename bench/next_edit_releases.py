@@ -42,11 +42,14 @@ MINER = DEV_TASKS.parent / "mine.py"
 # release more.
 SPLITS = {
     "dev": {
-        "anyio": "4.16.0", "attrs": "26.1.0", "click": "8.5.1", "filelock": "4.3.2",
-        "flask": "3.1.3", "httpx": "0.29.0", "idna": "3.21", "isort": "9.0.2",
-        "itsdangerous": "2.2.0", "jinja2": "3.1.6", "more-itertools": "11.2.1",
-        "packaging": "26.4", "platformdirs": "4.14.9", "pyflakes": "4.1.0",
-        "requests": "2.34.2", "tomlkit": "0.15.3", "toolz": "1.2.0", "urllib3": "2.8.0",
+        "anyio": "4.16.0", "arrow": "1.4.0", "attrs": "26.1.0", "cattrs": "26.2.1",
+        "click": "8.5.1", "dnspython": "2.9.2", "filelock": "4.3.2", "flask": "3.1.3",
+        "httpx": "0.29.0", "idna": "3.21", "isort": "9.0.2", "itsdangerous": "2.2.0",
+        "jinja2": "3.1.6", "loguru": "0.7.3", "mako": "1.4.3", "markdown-it-py": "4.3.0",
+        "more-itertools": "11.2.1", "packaging": "26.4", "platformdirs": "4.14.9",
+        "pyflakes": "4.1.0", "pygments": "2.21.0", "python-dateutil": "4.0.0",
+        "requests": "2.34.2", "rich": "15.0.0", "soupsieve": "2.10", "tomlkit": "0.15.3",
+        "toolz": "1.2.0", "tqdm": "4.70.1", "typer": "0.29.2", "urllib3": "2.8.0",
         "werkzeug": "3.1.9",
     },
     "test": {

@@ -139,3 +139,11 @@ def test_two_builds_of_a_history_are_the_same_commits(
         head = ["git", "-C", str(tmp_path / name), "rev-parse", "HEAD"]
         heads.append(subprocess.run(head, capture_output=True, text=True, check=True).stdout)
     assert heads[0] == heads[1]
+
+
+def test_the_splits_share_no_package() -> None:
+    """The test split says how rules tuned on dev fare on code never read only if
+    no package sits in both."""
+    splits = [set(packages) for packages in SPLITS.values()]
+    assert sum(map(len, splits)) == len(set().union(*splits))
+    assert {"dev", "test"} <= set(SPLITS)
