@@ -50,7 +50,7 @@ DEV_TASKS = Path(__file__).resolve().parents[2] / "shared" / "nes" / "dev.jsonl"
 BARS = (0.0, 0.001, 0.003, 0.01, 0.03, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
 # The workspace the tasks' files are opened in (never written: documents are sent).
 WORKSPACE = Path(tempfile.gettempdir()) / "groundspec-nes"
-CONFIDENCE = re.compile(r"next edit proposed, confidence ([0-9.]+)")
+CONFIDENCE = re.compile(r"next edit proposed, confidence ([0-9.]+), bar power ([0-9.]+)")
 
 
 @dataclass
@@ -60,6 +60,7 @@ class Answer:
     ms: float
     right: bool
     confidence: float | None = None
+    bar_power: float = 1.0  # the proposal's bar is the sweep's raised to this power
 
 
 @dataclass
@@ -128,7 +129,7 @@ def play(
         right = bool(edits) and same_lines(applied(task["after_change"], edits), task["expected"])
         answer = Answer(edits, result["stats"], ms, right)
         if sweep and edits:
-            answer.confidence = _confidence(server)
+            answer.confidence, answer.bar_power = _confidence(server)
         played.answers[mode] = answer
     server.notify("textDocument/didClose", {"textDocument": {"uri": uri}})
     return played
@@ -139,7 +140,8 @@ def _drain(server: Server) -> None:
         server.log.get_nowait()
 
 
-def _confidence(server: Server) -> float | None:
+def _confidence(server: Server) -> tuple[float | None, float]:
+    """The last proposal's confidence and its bar's power, from the server's log."""
     deadline = time.monotonic() + 2.0
     while time.monotonic() < deadline:
         try:
@@ -147,8 +149,8 @@ def _confidence(server: Server) -> float | None:
         except Exception:
             continue
         if (match := CONFIDENCE.search(line)) is not None:
-            return float(match.group(1))
-    return None
+            return float(match.group(1)), float(match.group(2))
+    return None, 1.0
 
 
 def figures(runs: list[Played], mode: str, bar: float = 0.0) -> dict[str, float]:
@@ -156,7 +158,7 @@ def figures(runs: list[Played], mode: str, bar: float = 0.0) -> dict[str, float]
     `bar` (known only with --sweep) taken as no proposal."""
 
     def proposed(a: Answer) -> bool:
-        return bool(a.edits) and (a.confidence is None or a.confidence >= bar)
+        return bool(a.edits) and (a.confidence is None or a.confidence >= bar**a.bar_power)
 
     answers = [(p.kind, p.answers[mode]) for p in runs if mode in p.answers]
     edit_tasks = [a for kind, a in answers if kind == "edit"]

@@ -36,13 +36,16 @@ from .prompts import (
 )
 from .proposal import (
     MIN_CONFIDENCE,
+    RENAME_BAR_POWER,
     Candidate,
     TextEdit,
     TokenTrace,
     candidates,
     choose,
     fits,
+    rewrites_like,
     scored,
+    why_none,
 )
 from .rejoin import RejoinStop, first_stop
 from .scope import annotation_swap, local_scope
@@ -275,17 +278,25 @@ def _drafted(text: str, carried: Carried, window: Window, language_id: str) -> D
     draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope)
     draft = _without_breaks(text, language_id, window, draft)
     found = [c for c in candidates(window, draft, None) if fits(window, c, user_lines)]
-    twins = [c for c in found if _twin(window, carried.hunk, c)]
-    return Drafted(window, user_lines, draft, next(iter(twins or found), None))
+    before = carried.hunk.before if carried.hunk is not None else []
+    twins = [c for c in found if rewrites_like(window, before, c)]
+    change = next(iter(twins or found), None)
+    if change is not None and _renamed_only(window, carried, user_lines, scope, change):
+        change = replace(change, bar_power=RENAME_BAR_POWER)
+    return Drafted(window, user_lines, draft, change)
 
 
-def _twin(window: Window, hunk: Hunk | None, cand: Candidate) -> bool:
-    """Does `cand` rewrite lines equal to the ones the user's edit changed?"""
-    if hunk is None:
-        return False
-    lines = window.text.split("\n")[cand.first_line : cand.end_line]
-    changed = {line.strip() for line in hunk.before if line.strip()}
-    return bool(lines) and all(line.strip() in changed for line in lines)
+def _renamed_only(
+    window: Window,
+    carried: Carried,
+    user_lines: tuple[int, int] | None,
+    scope: tuple[int, int] | None,
+    change: Candidate,
+) -> bool:
+    """Is `change` a rename carried on, which no other rule of the draft makes?"""
+    rewrites = _in_window(carried.rewrites, window)
+    plain = draft_window(window.text, carried.hunk, user_lines, rewrites, scope, renames=False)
+    return change.edit not in {c.edit for c in candidates(window, plain, None)}
 
 
 def _without_breaks(text: str, language_id: str, window: Window, draft: str) -> str:
@@ -316,17 +327,6 @@ def _carried_across(request: NextEditRequest) -> dict[int, str]:
     if not imports_from(request.text, request.path, path):
         return {}
     return renamed_lines(request.text, request.language_id, before, edit)
-
-
-def _why_none(plan: Plan, found: list[Candidate], min_confidence: float) -> str:
-    """Why none of `found` is proposed, in words a user can act on (the CLI says it)."""
-    if not found:
-        return "no change to propose"
-    fitting = [c for c in found if fits(plan.window, c, plan.user_lines)]
-    if not fitting:
-        return "each change touches the last edit's lines, is only whitespace or is cut off"
-    best = max(c.confidence for c in fitting)
-    return f"the likeliest change scored {best:.5f}, under the bar of {min_confidence:g}"
 
 
 def skipped(request: NextEditRequest) -> NextEditResult:
@@ -381,10 +381,13 @@ def _chosen(
 ) -> NextEditResult:
     chosen: Candidate | None = choose(plan.window, found, plan.user_lines, min_confidence)
     if chosen is None:
-        reason = _why_none(plan, found, min_confidence)
+        reason = why_none(plan.window, found, plan.user_lines, min_confidence)
         log.info("next edit: nothing proposed (%s)", reason)
         return NextEditResult([], stats, reason=reason)
-    log.info("next edit proposed, confidence %.5f", chosen.confidence)
+    # bench/next_edit.py --sweep reads this line: the confidence, and its bar's power.
+    log.info(
+        "next edit proposed, confidence %.5f, bar power %g", chosen.confidence, chosen.bar_power
+    )
     return NextEditResult([chosen.edit], stats, confidence=chosen.confidence)
 
 

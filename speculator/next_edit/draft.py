@@ -269,13 +269,15 @@ def draft_window(
     skip_lines: tuple[int, int] | None,
     rewrites: Mapping[int, str | None] | None = None,
     scope: tuple[int, int] | None = None,
+    renames: bool = True,
 ) -> str:
     """The window with the last edit's substitutions, and the lines it inserted
     (line_edits.py), carried to its other lines; `rewrites`: window lines written
     anew by call_edits.py (an argument or a parameter carried on), lint_fixes.py
     (None: a line deleted) or across.py (a rename made in another file; `hunk`
     None: nothing else is carried); `scope`: the
-    window lines a renamed local's substitutions are confined to (scope.py)."""
+    window lines a renamed local's substitutions are confined to (scope.py); not
+    `renames`: the draft without the renamed words (is a change a rename's?)."""
     if rewrites:
         # A deleted line stays as a marker until the end, so that `skip_lines` and
         # `scope` still count the window's lines as they are.
@@ -283,7 +285,8 @@ def draft_window(
         written = (rewrites.get(i, line) for i, line in enumerate(lines))
         window = "\n".join(_DELETED if line is None else line for line in written)
     if hunk is not None:
-        lines = apply_substitutions(window, substitutions(hunk), skip_lines, scope).split("\n")
+        subs = [sub for sub in substitutions(hunk) if renames or not sub.whole_word]
+        lines = apply_substitutions(window, subs, skip_lines, scope).split("\n")
         ins, add = insertion(hunk), added(hunk)  # at most one of them
         if ins is not None:
             lines = carry_insertion(lines, ins, skip_lines)

@@ -9,7 +9,8 @@ it:
 - changes only whitespace (a model's habit, not a person's next edit);
 - is less likely than the confidence bar: the model's own probability of the
   tokens it wrote for the change, the least of them (one doubtful token is enough
-  for a wrong edit). An insertion or deletion that could as well sit further on
+  for a wrong edit); a rename carried on needs more (RENAME_BAR_POWER).
+  An insertion or deletion that could as well sit further on
   (a block written twice: the diff calls the first copy new, but the model chose
   to repeat where it wrote the second) is scored where it could sit last too:
   there the model left the text it was copying.
@@ -33,6 +34,12 @@ from .window import Window
 # changes got 0.0046 to 0.99, the model all but ruled out half the wrong ones (0.0025
 # or less); the bar sits between. Wrong ones above it are not told apart.
 MIN_CONFIDENCE = 0.003
+# A rename carried on must clear the bar raised to this power: 0.03 for the default
+# 0.003, and 0 or 1 where the bar is. On the dev sets every right one scored 0.09 or
+# more, and the wrong ones under 0.01 were the old name meaning something else there
+# (a word in a URL, another variable, a docstring's text): where the model doubts a
+# rename it has just seen made, it is rarely the same name.
+RENAME_BAR_POWER = 0.6
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,12 @@ class Candidate:
     # The same change slid as far on as the text allows (an insertion before an equal
     # block), in the answer: where the model departed from the window; None: no slide.
     slid: tuple[int, int] | None = None
+    bar_power: float = 1.0  # its confidence bar is the request's raised to this power
+
+
+def bar_of(cand: Candidate, min_confidence: float) -> float:
+    """The least confidence `cand` needs to be proposed."""
+    return float(min_confidence**cand.bar_power)
 
 
 @dataclass(frozen=True)
@@ -124,7 +137,11 @@ def choose(
     min_confidence: float = MIN_CONFIDENCE,
 ) -> Candidate | None:
     """The edit to propose (see the module's docstring), or None."""
-    kept = [c for c in found if c.confidence >= min_confidence and fits(window, c, user_lines)]
+    kept = [
+        c
+        for c in found
+        if c.confidence >= bar_of(c, min_confidence) and fits(window, c, user_lines)
+    ]
     return max(kept, key=lambda c: c.confidence, default=None)
 
 
@@ -153,3 +170,32 @@ def line_offsets(lines: list[str]) -> list[int]:
     for line in lines:
         starts.append(starts[-1] + len(line))
     return starts
+
+
+def rewrites_like(window: Window, lines: list[str], cand: Candidate) -> bool:
+    """Does `cand` rewrite only lines equal (stripped) to some of `lines`?"""
+    changed = {line.strip() for line in lines if line.strip()}
+    rewritten = window.text.split("\n")[cand.first_line : cand.end_line]
+    return bool(rewritten) and all(line.strip() in changed for line in rewritten)
+
+
+def why_none(
+    window: Window,
+    found: list[Candidate],
+    user_lines: tuple[int, int] | None,
+    min_confidence: float,
+) -> str:
+    """Why none of `found` is proposed, in words a user can act on (the CLI says it)."""
+    if not found:
+        return "no change to propose"
+    fitting = [c for c in found if fits(window, c, user_lines)]
+    if not fitting:
+        return "each change touches the last edit's lines, is only whitespace or is cut off"
+    best = max(fitting, key=lambda c: c.confidence)
+    what = (
+        "the likeliest change, a rename carried on,"
+        if best.bar_power < 1
+        else "the likeliest change"
+    )
+    bar = bar_of(best, min_confidence)
+    return f"{what} scored {best.confidence:.5f}, under the bar of {bar:g}"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bench.next_edit import Answer, Played, load_tasks, mode_order, play, report
+from bench.next_edit import Answer, Played, figures, load_tasks, mode_order, play, report
 from bench.next_edit_results import (
     CHECKOUT,
     HELD_OUT_COMMIT,
@@ -85,6 +85,17 @@ def test_report_gives_the_first_ask_latency_apart() -> None:
     runs = [played(["off", "auto"], 9000.0), played(["auto", "off"], 7000.0)]
     lines = report(runs, ["off", "auto"], sweep=False, bar=0.8)
     assert "first ask of each task (its prompt not yet cached): p50 7.0 s, p95 9.0 s" in lines
+
+
+def test_the_sweep_holds_a_rename_to_its_own_bar() -> None:
+    """A proposal logged with a bar power under 1 (a rename carried on) counts at a
+    bar only where it clears the bar raised to that power, as the server decides."""
+    edit = [{"range": {}, "newText": "x"}]
+    rename = Answer(edit, {}, 1.0, True, confidence=0.02, bar_power=0.6)
+    other = Answer(edit, {}, 1.0, True, confidence=0.02)
+    runs = [Played("r", "edit", {"auto": rename}), Played("o", "edit", {"auto": other})]
+    assert figures(runs, "auto", 0.003)["recall"] == 0.5  # 0.02 < 0.003**0.6 = 0.031
+    assert figures(runs, "auto", 0.001)["recall"] == 1.0  # 0.02 > 0.001**0.6 = 0.016
 
 
 def test_the_results_summary_row_reads_auto_at_the_default_bar() -> None:
