@@ -49,7 +49,17 @@ from .proposal import (
 )
 from .rejoin import RejoinStop, first_stop
 from .scope import annotation_swap, local_scope
-from .window import Hunk, Window, choose_window, edited_lines, hunk_of, line_starts, recent_hunks
+from .window import (
+    Hunk,
+    Window,
+    choose_window,
+    clipped_to_window,
+    edited_lines,
+    hunk_of,
+    line_starts,
+    lines_in_window,
+    recent_hunks,
+)
 
 log = logging.getLogger(__name__)
 
@@ -272,9 +282,9 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
 
 def _drafted(text: str, carried: Carried, window: Window, language_id: str) -> Drafted:
     """The draft of `window` and its first change."""
-    user_lines = _window_lines(window, carried.focus)
+    user_lines = lines_in_window(window, carried.focus)
     rewrites = _in_window(carried.rewrites, window)
-    scope = _clipped(window, carried.scope)
+    scope = clipped_to_window(window, carried.scope)
     draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope)
     draft = _without_breaks(text, language_id, window, draft)
     found = [c for c in candidates(window, draft, None) if fits(window, c, user_lines)]
@@ -347,11 +357,20 @@ def finish(
     answer, trace = _without_marker(rewrite.text, rewrite.trace)
     rewritten = plan.prompt.rewritten(answer, plan.window) if rest is None else answer + rest
     # The model's changes must parse; the draft's were checked as it was drafted.
-    written = candidates(plan.window, rewritten, trace)
+    written = [_as_drafted(plan, c) for c in candidates(plan.window, rewritten, trace)]
     found = [c for c in written if _parses(plan.text, plan.language_id, c)]
     if draft is not None:
         found += _draft_candidate(plan, draft)
     return _chosen(plan, found, rewrite.stats, min_confidence)
+
+
+def _as_drafted(plan: Plan, cand: Candidate) -> Candidate:
+    """A change of the model's that is the draft's own takes the draft's bar (a
+    rename carried on is one whether the model scored it or wrote it)."""
+    change = plan.draft_change
+    if change is None or cand.edit != change.edit:
+        return cand
+    return replace(cand, bar_power=change.bar_power)
 
 
 def finish_scored(plan: Plan, score: DraftScore, request: NextEditRequest) -> NextEditResult:
@@ -413,22 +432,6 @@ def draft_change_end(plan: Plan) -> int | None:
         return None
     draft, end = plan.job.draft, plan.draft_change.span[1]
     return min(line_end(draft, max(end - 1, 0)) + 1, len(draft))
-
-
-def _window_lines(window: Window, lines: tuple[int, int] | None) -> tuple[int, int] | None:
-    """Document lines [a, b) as lines of the window, None when they lie outside it
-    (a window moved to another place of the last edit's names)."""
-    if lines is None or lines[1] <= window.first_line or lines[0] >= window.end_line:
-        return None
-    return lines[0] - window.first_line, lines[1] - window.first_line
-
-
-def _clipped(window: Window, lines: tuple[int, int] | None) -> tuple[int, int] | None:
-    """Document lines [a, b) as the window's lines they cover (empty when none)."""
-    if lines is None:
-        return None
-    first = min(max(lines[0] - window.first_line, 0), window.end_line - window.first_line)
-    return first, max(first, min(lines[1], window.end_line) - window.first_line)
 
 
 def _scoring_window(text: str, window: Window, change: Candidate, cursor: int) -> Window:

@@ -198,4 +198,4 @@ def why_none(
         else "the likeliest change"
     )
     bar = bar_of(best, min_confidence)
-    return f"{what} scored {best.confidence:.5f}, under the bar of {bar:g}"
+    return f"{what} scored {best.confidence:.5f}, under the bar of {bar:.2g}"

@@ -167,3 +167,19 @@ def recent_hunks(text: str, edits: list[Edit], path: str, limit: int = 3) -> lis
     texts = snapshots(text, edits)
     hunks = [hunk_of(texts[i], edit, path) for i, edit in enumerate(edits)]
     return [h for h in hunks if h.before != h.after][-limit:]
+
+
+def lines_in_window(window: Window, lines: tuple[int, int] | None) -> tuple[int, int] | None:
+    """Document lines [a, b) as lines of the window, None when they lie outside it
+    (a window moved to another place of the last edit's names)."""
+    if lines is None or lines[1] <= window.first_line or lines[0] >= window.end_line:
+        return None
+    return lines[0] - window.first_line, lines[1] - window.first_line
+
+
+def clipped_to_window(window: Window, lines: tuple[int, int] | None) -> tuple[int, int] | None:
+    """Document lines [a, b) as the window's lines they cover (empty when none)."""
+    if lines is None:
+        return None
+    first = min(max(lines[0] - window.first_line, 0), window.end_line - window.first_line)
+    return first, max(first, min(lines[1], window.end_line) - window.first_line)

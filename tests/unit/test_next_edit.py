@@ -295,7 +295,29 @@ def test_quiet_without_a_recent_edit_or_below_the_confidence_bar() -> None:
     doubtful = FakeEngine()
     doubtful.rewrite_confidence = 0.001
     assert doubtful.next_edit(request).edits == []
-    assert doubtful.next_edit(renamed_request(min_confidence=0.0005)).edits != []
+    # The rename's bar is the request's raised to 0.6: 0.000005 ** 0.6 = 0.00066.
+    assert doubtful.next_edit(renamed_request(min_confidence=0.000005)).edits != []
+
+
+def test_a_carried_rename_must_clear_the_bar_raised_to_its_power() -> None:
+    """0.01 clears the default bar (0.003) but not a rename's (0.003 ** 0.6 = 0.031);
+    an argument carried to the next call at 0.01 is proposed."""
+    engine = FakeEngine()
+    engine.rewrite_confidence = 0.01
+    result = engine.next_edit(renamed_request())
+    assert result.edits == []
+    assert "a rename carried on, scored 0.01000, under the bar of 0.031" in result.reason
+    engine.rewrite_confidence = 0.05
+    assert engine.next_edit(renamed_request()).edits != []
+    engine.rewrite_confidence = 0.01
+    code = "split(line)\nsplit(rest)\n"
+    history = EditHistory()
+    history.record("u", len("split(line"), "", ", comments=True")
+    text = "split(line, comments=True)\nsplit(rest)\n"
+    argued = NextEditRequest(text, len("split(line, comments=True)"), history.edits("u"))
+    assert code.replace("line", "line, comments=True") == text
+    (edit,) = engine.next_edit(argued).edits
+    assert edit.new_text == ", comments=True"
 
 
 def test_the_instruct_model_is_asked_only_where_the_draft_carries_the_edit() -> None:
@@ -389,8 +411,11 @@ def test_nothing_proposed_says_why_in_words_a_user_can_act_on() -> None:
     plan, rewrite = plan_and_rewrite(answer, probs)
     doubtful = finish(plan, rewrite, 0.5)
     assert doubtful.edits == []
-    assert doubtful.reason == "the likeliest change scored 0.30000, under the bar of 0.5"
-    assert finish(plan, rewrite, 0.25).reason == ""
+    # A rename carried on: its bar is 0.5 ** 0.6.
+    assert doubtful.reason == (
+        "the likeliest change, a rename carried on, scored 0.30000, under the bar of 0.66"
+    )
+    assert finish(plan, rewrite, 0.1).reason == ""  # 0.1 ** 0.6 = 0.25
 
 
 def test_a_block_written_twice_is_scored_where_the_model_chose_to_repeat_it() -> None:

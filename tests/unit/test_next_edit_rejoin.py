@@ -140,7 +140,7 @@ def test_finish_takes_the_unwritten_rest_as_unchanged() -> None:
 def test_off_and_auto_stop_at_the_same_place_and_propose_the_same_edit(speculation: str) -> None:
     plan = plan_of(renamed(speculation))
     generator, _ = scripted_generator(plan.job.draft + "```\n")
-    result = Pipeline(generator).next_edit(renamed(speculation, min_confidence=0.5))
+    result = Pipeline(generator).next_edit(renamed(speculation, min_confidence=0.3))
     assert result.stats.generated_tokens == len(upto(plan.job.draft, "if opts is None:"))
     assert applied(TEXT, result) == CARRIED + TAIL
 
