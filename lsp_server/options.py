@@ -210,7 +210,7 @@ class ServerOptions(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
         _help(
             "The least probability the model may give a token of a proposed next edit; "
             "below it nothing is proposed. A rename carried on needs this raised to the "
-            "power 0.6 (0.03 for the default).",
+            "power 0.8 (0.0096 for the default).",
             ge=0.0,
             le=1.0,
         ),

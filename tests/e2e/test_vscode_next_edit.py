@@ -154,15 +154,16 @@ def test_escape_dismisses_and_typing_drops_a_stale_proposal(
         chain.send_keys("\\").key_up(Keys.SHIFT).key_up(Keys.ALT).perform()
         wait_proposal(bench)
         assert bench.next_edits_for(NAME) == asked + 1
-        bench.keys("s")
+        bench.keys(Keys.END, "s")
         wait_for("the stale proposal dropped", lambda: not drawn(bench).shown, 5)
         # After the pause it is asked for again, for the text as it is now: the fake has
-        # nothing to carry for one letter typed 8 s after the rename (a new edit).
+        # nothing to carry for one letter typed at the line's end, past the `)` (a new
+        # edit: typed right after `attr_name` within 8 s, it would extend the rename).
         wait_for("a new ask after the pause", lambda: bench.next_edits_for(NAME) == asked + 2, 15)
         time.sleep(1.0)
         assert not drawn(bench).shown
         bench.save()
-        typed = RENAMED.replace("attr_name)", "attr_names)")
+        typed = RENAMED.replace("attr_name)", "attr_name)s")
         wait_for(
             "the letter typed kept, nothing else changed", lambda: path.read_text() == typed, 15
         )

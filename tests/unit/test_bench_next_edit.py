@@ -91,11 +91,11 @@ def test_the_sweep_holds_a_rename_to_its_own_bar() -> None:
     """A proposal logged with a bar power under 1 (a rename carried on) counts at a
     bar only where it clears the bar raised to that power, as the server decides."""
     edit = [{"range": {}, "newText": "x"}]
-    rename = Answer(edit, {}, 1.0, True, confidence=0.02, bar_power=0.6)
-    other = Answer(edit, {}, 1.0, True, confidence=0.02)
+    rename = Answer(edit, {}, 1.0, True, confidence=0.008, bar_power=0.8)
+    other = Answer(edit, {}, 1.0, True, confidence=0.008)
     runs = [Played("r", "edit", {"auto": rename}), Played("o", "edit", {"auto": other})]
-    assert figures(runs, "auto", 0.003)["recall"] == 0.5  # 0.02 < 0.003**0.6 = 0.031
-    assert figures(runs, "auto", 0.001)["recall"] == 1.0  # 0.02 > 0.001**0.6 = 0.016
+    assert figures(runs, "auto", 0.003)["recall"] == 0.5  # 0.008 < 0.003**0.8 = 0.0096
+    assert figures(runs, "auto", 0.001)["recall"] == 1.0  # 0.008 > 0.001**0.8 = 0.004
 
 
 def test_the_results_summary_row_reads_auto_at_the_default_bar() -> None:

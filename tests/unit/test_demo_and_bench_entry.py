@@ -67,7 +67,7 @@ def test_the_demo_says_why_no_next_edit_is_proposed() -> None:
     shown = run_next_edit(unsure)
     assert shown.after == shown.before
     said = "  nothing proposed (the likeliest change, a rename carried on, scored 0.00100, "
-    assert said + "under the bar of 0.031)" in summary([], shown)
+    assert said + "under the bar of 0.0096)" in summary([], shown)
 
 
 def test_the_demo_says_when_the_engine_has_no_next_edits() -> None:

@@ -295,21 +295,21 @@ def test_quiet_without_a_recent_edit_or_below_the_confidence_bar() -> None:
     doubtful = FakeEngine()
     doubtful.rewrite_confidence = 0.001
     assert doubtful.next_edit(request).edits == []
-    # The rename's bar is the request's raised to 0.6: 0.000005 ** 0.6 = 0.00066.
+    # The rename's bar is the request's raised to 0.8: 0.000005 ** 0.8 = 0.00006.
     assert doubtful.next_edit(renamed_request(min_confidence=0.000005)).edits != []
 
 
 def test_a_carried_rename_must_clear_the_bar_raised_to_its_power() -> None:
-    """0.01 clears the default bar (0.003) but not a rename's (0.003 ** 0.6 = 0.031);
-    an argument carried to the next call at 0.01 is proposed."""
+    """0.008 clears the default bar (0.003) but not a rename's (0.003 ** 0.8 = 0.0096);
+    an argument carried to the next call at 0.008 is proposed."""
     engine = FakeEngine()
-    engine.rewrite_confidence = 0.01
+    engine.rewrite_confidence = 0.008
     result = engine.next_edit(renamed_request())
     assert result.edits == []
-    assert "a rename carried on, scored 0.01000, under the bar of 0.031" in result.reason
+    assert "a rename carried on, scored 0.00800, under the bar of 0.0096" in result.reason
     engine.rewrite_confidence = 0.05
     assert engine.next_edit(renamed_request()).edits != []
-    engine.rewrite_confidence = 0.01
+    engine.rewrite_confidence = 0.008
     code = "split(line)\nsplit(rest)\n"
     history = EditHistory()
     history.record("u", len("split(line"), "", ", comments=True")
@@ -411,11 +411,11 @@ def test_nothing_proposed_says_why_in_words_a_user_can_act_on() -> None:
     plan, rewrite = plan_and_rewrite(answer, probs)
     doubtful = finish(plan, rewrite, 0.5)
     assert doubtful.edits == []
-    # A rename carried on: its bar is 0.5 ** 0.6.
+    # A rename carried on: its bar is 0.5 ** 0.8.
     assert doubtful.reason == (
-        "the likeliest change, a rename carried on, scored 0.30000, under the bar of 0.66"
+        "the likeliest change, a rename carried on, scored 0.30000, under the bar of 0.57"
     )
-    assert finish(plan, rewrite, 0.1).reason == ""  # 0.1 ** 0.6 = 0.25
+    assert finish(plan, rewrite, 0.1).reason == ""  # 0.1 ** 0.8 = 0.16
 
 
 def test_a_block_written_twice_is_scored_where_the_model_chose_to_repeat_it() -> None:

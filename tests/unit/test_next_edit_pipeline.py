@@ -37,7 +37,7 @@ def request(speculation: str, draft_only: bool = False) -> NextEditRequest:
         edits=history.edits("u"),
         path="/p.py",
         speculation=speculation,  # type: ignore[arg-type]
-        min_confidence=0.3,  # the script's tokens have PROBABILITY; a rename needs 0.3**0.6
+        min_confidence=0.3,  # the script's tokens have PROBABILITY; a rename needs 0.3**0.8
         draft_only=draft_only,
     )
 
