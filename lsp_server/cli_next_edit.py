@@ -25,7 +25,7 @@ from speculator.languages import language_id_for_path
 from speculator.next_edit.core import NextEditRequest
 from speculator.next_edit.imports import ImportSources
 from speculator.next_edit.prompts import PROMPT_FORMATS
-from speculator.next_edit.proposal import MIN_CONFIDENCE
+from speculator.next_edit.proposal import MIN_CONFIDENCE, applied
 from speculator.types import SPECULATION_MODES, CancelToken, Snippet
 
 from .cli_common import (
@@ -133,9 +133,7 @@ def run_next_edit(args: argparse.Namespace) -> int:
     keep_kv_slots(engine)  # the next call reuses the instructions (112 tokens)
     if args.json:
         print(msgspec.json.encode(result_dict(index, result)).decode())
-    new_text = text
-    for edit in sorted(result.edits, key=lambda e: -e.start):
-        new_text = new_text[: edit.start] + edit.new_text + new_text[edit.end :]
+    new_text = applied(text, result.edits)
     if not result.edits:
         why = f" ({result.reason})" if result.reason else ""
         print(f"groundspec: no next edit worth proposing{why}", file=sys.stderr)

@@ -14,7 +14,7 @@ import msgspec
 from speculator.config import EngineConfig
 from speculator.edits import Edit
 from speculator.next_edit.core import NextEditRequest, NextEditResult
-from speculator.next_edit.proposal import MIN_CONFIDENCE
+from speculator.next_edit.proposal import MIN_CONFIDENCE, applied
 from speculator.types import (
     CancelToken,
     CompletionRequest,
@@ -107,7 +107,7 @@ def run_demo(engine: Engine) -> list[Outcome]:
 
 def run_next_edit(engine: Engine) -> NextEditShown:
     """The edit proposed after the user renamed the first function's parameter."""
-    before = DEMO_SOURCE[:RENAMED_AT] + USER_EDIT.new + DEMO_SOURCE[USER_EDIT.end :]
+    before = USER_EDIT.apply(DEMO_SOURCE)
     request = NextEditRequest(
         text=before, cursor=USER_EDIT.new_end, edits=[USER_EDIT], path="shapes.py"
     )
@@ -117,10 +117,7 @@ def run_next_edit(engine: Engine) -> NextEditShown:
         result = run_on_engine(engine, request, CancelToken())
     except EngineError as err:
         return NextEditShown(before, before, None, str(err))
-    after = before
-    for edit in sorted(result.edits, key=lambda e: -e.start):
-        after = after[: edit.start] + edit.new_text + after[edit.end :]
-    return NextEditShown(before, after, result)
+    return NextEditShown(before, applied(before, result.edits), result)
 
 
 def summary(outcomes: list[Outcome], next_edit: NextEditShown | None = None) -> str:

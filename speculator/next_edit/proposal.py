@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass, replace
 
 from ..edits import common_ends, lines_with_ends
+from .lint_fixes import apply_edits
 from .window import Window
 
 # The least probability of a changed token for an edit to be proposed, measured on
@@ -170,6 +171,11 @@ def line_offsets(lines: list[str]) -> list[int]:
     for line in lines:
         starts.append(starts[-1] + len(line))
     return starts
+
+
+def applied(text: str, edits: list[TextEdit]) -> str:
+    """`text` with the proposed (non-overlapping) edits made."""
+    return apply_edits(text, ((e.start, e.end, e.new_text) for e in edits))
 
 
 def rewrites_like(window: Window, lines: list[str], cand: Candidate) -> bool:
