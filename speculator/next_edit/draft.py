@@ -138,8 +138,8 @@ def _word_pairs(old_words: list[str], new_words: list[str]) -> list[Substitution
     pairs: list[Substitution] = []
     for _tag, a1, a2, b1, b2 in changed:
         old, new = "".join(old_words[a1:a2]), "".join(new_words[b1:b2])
-        if old in KEYWORDS or new in KEYWORDS:
-            continue
+        if not KEYWORDS.isdisjoint(old_words[a1:a2] + new_words[b1:b2]):
+            continue  # `not in` -> `!=`, `None` -> `object`: that line's logic changed
         if _IDENTIFIER.fullmatch(old) and _IDENTIFIER.fullmatch(new):
             member = a1 > 0 and old_words[a1 - 1] == "."
             pairs.append(Substitution(old, new, True, member=member))
@@ -171,10 +171,7 @@ def _replaces_keyword(old_words: list[str], new_words: list[str]) -> bool:
     """Does a keyword or literal stand in place of another word, either way?"""
     matcher = difflib.SequenceMatcher(None, old_words, new_words, autojunk=False)
     return any(
-        tag == "replace"
-        and not {"".join(old_words[a1:a2]).strip(), "".join(new_words[b1:b2]).strip()}.isdisjoint(
-            KEYWORDS
-        )
+        tag == "replace" and not KEYWORDS.isdisjoint(old_words[a1:a2] + new_words[b1:b2])
         for tag, a1, a2, b1, b2 in matcher.get_opcodes()
     )
 

@@ -109,6 +109,20 @@ def test_a_piece_that_puts_a_name_in_a_keywords_place_is_not_carried() -> None:
     )
 
 
+def test_an_operator_written_as_keywords_changed_is_not_carried() -> None:
+    # `not in` -> `!=`: that test's logic changed, not a piece of text to repeat.
+    hunk = Hunk(
+        "p",
+        0,
+        ["    if isinstance(issuer, Sequence):", '        if payload["iss"] not in issuer:'],
+        ["    if isinstance(issuer, str):", '        if payload["iss"] != issuer:'],
+        [],
+        [],
+    )
+    window = '    if "iss" not in payload:\n        raise MissingClaim("iss")\n'
+    assert apply_substitutions(window, substitutions(hunk)) == window
+
+
 def test_a_renamed_attribute_is_carried_to_attributes_only() -> None:
     rename = Hunk("p", 0, ["    self.result = result"], ["    self._result = result"], [], [])
     window = "def f(self, result):\n    self.result = result\n    return self.result\n"
