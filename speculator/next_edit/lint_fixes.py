@@ -9,7 +9,10 @@ unused (its last use renamed away) is removed, wherever it stands.
 
 The fix is ruff's, never guessed, and the model still scores it against the bar.
 Only fixes of the rule the user applied are followed: a project's other lint
-findings are its own business, not the user's next edit.
+findings are its own business, not the user's next edit. Bar one family: a
+pyupgrade rule applied by hand brings its siblings on the lines followed
+(`t.Optional[t.List[str]]` -> `list[str] | None`), unless the user left one of
+them undone on their own lines.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ RUN_GAP_LINES = 1
 # ruff is asked again after each fix applied: overlapping fixes (two unused names
 # in one import) are made one at a time.
 MAX_FIX_ROUNDS = 8
+# Families whose rules modernize a line together: a person writing `list[str]` for
+# `t.List[str]` by hand writes `X | None` for `Optional[X]` beside it (pyupgrade).
+FAMILY_RULES = ("UP",)
 MAX_LINT_CHARS = 300_000
 
 # Lines of the document rewritten: a line's new text (it may hold several lines),
@@ -75,6 +81,7 @@ def lint_fix_lines(before: str, text: str, edit: Edit, path: str, language_id: s
     # The lines the edit replaced: the same helper, on the edit undone.
     replaced = edited_lines(before, replace(edit, old=edit.new, new=edit.old))
     rules = applied_rules(before, text, range(*replaced), old)
+    declined = {f.rule for f in old if f.first_line in range(*replaced)} - rules
     fixes = [f for f in new if not _touches(f, focus)]
     followed = [f for f in fixes if f.rule in rules and _near(f, focus)]
     followed += _newly_unused(old, fixes, name)
@@ -82,7 +89,7 @@ def lint_fix_lines(before: str, text: str, edit: Edit, path: str, language_id: s
         return {}
     first = min(followed, key=lambda f: (_distance(f, focus), f.first_line))
     lines = _run_lines(first, [f for f in followed if f.rule == first.rule])
-    fixed = _fixed(text, name, first.rule, lines)
+    fixed = _fixed(text, name, _with_family(first.rule, declined), lines)
     log.info("next edit: following ruff %s (%s)", first.rule, first.message)
     return line_rewrites(text, fixed)
 
@@ -164,12 +171,23 @@ def line_rewrites(text: str, fixed: str) -> LineRewrites:
     return rewrites
 
 
-def _fixed(text: str, name: str, rule: str, lines: tuple[int, int]) -> str:
-    """`text` with `rule`'s fixes on `lines` made, asking ruff again after each."""
-    first, last = lines
+def _with_family(rule: str, declined: set[str]) -> tuple[str, set[str]]:
+    """What to fix on the lines followed, as ruff's selection and the rules left
+    out: `rule`, or its family (FAMILY_RULES) bar the rules whose fixes the user
+    left undone on their own lines."""
+    family = next((f for f in FAMILY_RULES if rule.startswith(f)), None)
+    if family is None:
+        return rule, set()
+    return family, declined
+
+
+def _fixed(text: str, name: str, rules: tuple[str, set[str]], lines: tuple[int, int]) -> str:
+    """`text` with the fixes of `rules` (_with_family) on `lines` made, asking ruff
+    again after each."""
+    (select, left_out), (first, last) = rules, lines
     for _ in range(MAX_FIX_ROUNDS):
-        found = lint(text, name, [rule]) or []
-        here = [f for f in found if first <= f.first_line <= last]
+        found = lint(text, name, [select]) or []
+        here = [f for f in found if first <= f.first_line <= last and f.rule not in left_out]
         if not here:
             break
         fixed = apply_edits(text, here[0].edits)

@@ -109,6 +109,33 @@ def test_only_the_rule_the_user_applied_is_followed() -> None:
     assert rewrites == {8: "class Second:"}
 
 
+ANNOTATED = """\
+import typing as t
+
+
+def words() -> t.Optional[t.List[str]]:
+    found: t.List[str] = []
+    return found
+"""
+
+
+def test_pyupgrade_by_hand_modernizes_the_next_line_whole() -> None:
+    # The user wrote `list[str]` for `t.List[str]`: the line above, which has an
+    # Optional too, is written as a person modernizing by hand writes it.
+    after = ANNOTATED.replace("found: t.List[str]", "found: list[str]")
+    rewrites = lint_fix_lines(ANNOTATED, after, edit_between(ANNOTATED, after), "m.py", "python")
+    assert rewrites == {3: "def words() -> list[str] | None:"}
+
+
+def test_a_fix_the_user_left_undone_on_their_line_is_not_made_on_the_next() -> None:
+    # `t.Optional` kept on their own line: they write `list[str]`, not `X | None`.
+    text = "import typing as t\n\n\nclass Row:\n"
+    text += "    names: t.Optional[t.List[str]]\n    sizes: t.Optional[t.List[int]]\n"
+    after = text.replace("names: t.Optional[t.List[str]]", "names: t.Optional[list[str]]")
+    rewrites = lint_fix_lines(text, after, edit_between(text, after), "m.py", "python")
+    assert rewrites == {5: "    sizes: t.Optional[list[int]]"}
+
+
 def test_an_import_the_edit_left_unused_is_removed() -> None:
     after, request = edited(USES_OS, "os.getcwd(), sys.argv", "sys.argv")
     rewrites = lint_fix_lines(USES_OS, after, edit_between(USES_OS, after), "m.py", "python")
