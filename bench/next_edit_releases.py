@@ -42,15 +42,18 @@ MINER = DEV_TASKS.parent / "mine.py"
 # release more.
 SPLITS = {
     "dev": {
-        "anyio": "4.16.0", "arrow": "1.4.0", "attrs": "26.1.0", "cattrs": "26.2.1",
-        "click": "8.5.1", "dnspython": "2.9.2", "filelock": "4.3.2", "flask": "3.1.3",
-        "httpx": "0.29.0", "idna": "3.21", "isort": "9.0.2", "itsdangerous": "2.2.0",
-        "jinja2": "3.1.6", "loguru": "0.7.3", "mako": "1.4.3", "markdown-it-py": "4.3.0",
-        "more-itertools": "11.2.1", "packaging": "26.4", "platformdirs": "4.14.9",
-        "pyflakes": "4.1.0", "pygments": "2.21.0", "python-dateutil": "4.0.0",
-        "requests": "2.34.2", "rich": "15.0.0", "soupsieve": "2.10", "tomlkit": "0.15.3",
-        "toolz": "1.2.0", "tqdm": "4.70.1", "typer": "0.29.2", "urllib3": "2.8.0",
-        "werkzeug": "3.1.9",
+        "alembic": "1.20.1", "anyio": "4.16.0", "arrow": "1.4.0", "attrs": "26.1.0",
+        "cattrs": "26.2.1", "click": "8.5.1", "dnspython": "2.9.2", "filelock": "4.3.2",
+        "flask": "3.1.3", "hatchling": "1.33.0", "httpx": "0.29.0", "idna": "3.21",
+        "isort": "9.0.2", "itsdangerous": "2.2.0", "jedi": "0.20.1", "jinja2": "3.1.6",
+        "loguru": "0.7.3", "mako": "1.4.3", "markdown-it-py": "4.3.0",
+        "more-itertools": "11.2.1", "nox": "2026.10.20", "oauthlib": "4.0.1",
+        "packaging": "26.4", "parso": "0.8.7", "platformdirs": "4.14.9", "pre-commit": "4.7.0",
+        "prompt-toolkit": "3.0.53", "pyflakes": "4.1.0", "pygments": "2.21.0",
+        "pyjwt": "2.15.1", "pytest": "9.2.0", "python-dateutil": "4.0.0", "requests": "2.34.2",
+        "rich": "15.0.0", "soupsieve": "2.10", "tomlkit": "0.15.3", "toolz": "1.2.0",
+        "tox": "4.67.17", "tqdm": "4.70.1", "traitlets": "5.16.1", "typer": "0.29.2",
+        "urllib3": "2.8.0", "virtualenv": "21.15.14", "werkzeug": "3.1.9",
     },
     "test": {
         "boltons": "26.2.0", "cachetools": "8.0.2", "h11": "0.16.0", "humanize": "4.17.0",
