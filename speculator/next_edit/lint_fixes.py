@@ -81,6 +81,7 @@ def lint_fix_lines(before: str, text: str, edit: Edit, path: str, language_id: s
     # The lines the edit replaced: the same helper, on the edit undone.
     replaced = edited_lines(before, replace(edit, old=edit.new, new=edit.old))
     rules = applied_rules(before, text, range(*replaced), old)
+    rules = rules or _family_applied(before, text, range(*replaced), old, name)
     declined = {f.rule for f in old if f.first_line in range(*replaced)} - rules
     fixes = [f for f in new if not _touches(f, focus)]
     followed = [f for f in fixes if f.rule in rules and _near(f, focus)]
@@ -134,15 +135,39 @@ def applied_rules(before: str, after: str, changed: Iterable[int], fixes: list[F
     for fix in fixes:
         if fix.first_line in lines:
             by_rule.setdefault(fix.rule, []).append(fix)
+    return {
+        rule
+        for rule, found in by_rule.items()
+        if _made_by(before, apply_edits(before, [e for f in found for e in f.edits]), after)
+    }
+
+
+def _family_applied(
+    before: str, after: str, changed: range, fixes: list[Fix], name: str
+) -> set[str]:
+    """The rules of a family (FAMILY_RULES) whose fixes on the `changed` lines,
+    made together, give what the user wrote (`t.Optional[t.List[str]]` ->
+    `list[str] | None`: neither rule alone does)."""
+    for family in FAMILY_RULES:
+        rules = {f.rule for f in fixes if f.first_line in changed and f.rule.startswith(family)}
+        if len(rules) < 2:
+            continue
+        fixed = _fixed(before, name, (family, set()), (changed.start, changed.stop - 1))
+        if _made_by(before, fixed, after):
+            return rules
+    return set()
+
+
+def _made_by(before: str, fixed: str, after: str) -> bool:
+    """Are the fixes that made `fixed` of `before` what the user wrote (`after`):
+    every line they write is one of the user's, or they are all the user changed?"""
     written = {line.strip() for line in after.split("\n")} - {""}
-    old = {line.strip() for line in before.split("\n")}
-    applied = set()
-    for rule, found in by_rule.items():
-        fixed = apply_edits(before, [e for f in found for e in f.edits])
-        made = {line.strip() for line in fixed.split("\n")} - old - {""}
-        if (made and made <= written) or _same_lines(fixed, after):
-            applied.add(rule)
-    return applied
+    made = (
+        {line.strip() for line in fixed.split("\n")}
+        - {line.strip() for line in before.split("\n")}
+        - {""}
+    )
+    return (bool(made) and made <= written) or _same_lines(fixed, after)
 
 
 def apply_edits(text: str, edits: Iterable[tuple[int, int, str]]) -> str:

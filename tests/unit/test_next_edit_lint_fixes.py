@@ -136,6 +136,15 @@ def test_a_fix_the_user_left_undone_on_their_line_is_not_made_on_the_next() -> N
     assert rewrites == {5: "    sizes: t.Optional[list[int]]"}
 
 
+def test_two_pyupgrade_rules_applied_at_once_by_hand_are_followed() -> None:
+    # Neither `list[str]` (UP006) nor `X | None` (UP045) alone gives the user's line.
+    text = "import typing as t\n\n\nclass Row:\n"
+    text += "    names: t.Optional[t.List[str]]\n    sizes: t.Optional[t.List[int]]\n"
+    after = text.replace("names: t.Optional[t.List[str]]", "names: list[str] | None")
+    rewrites = lint_fix_lines(text, after, edit_between(text, after), "m.py", "python")
+    assert rewrites == {5: "    sizes: list[int] | None"}
+
+
 def test_an_import_the_edit_left_unused_is_removed() -> None:
     after, request = edited(USES_OS, "os.getcwd(), sys.argv", "sys.argv")
     rewrites = lint_fix_lines(USES_OS, after, edit_between(USES_OS, after), "m.py", "python")
