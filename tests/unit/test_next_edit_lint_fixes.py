@@ -127,22 +127,31 @@ def test_pyupgrade_by_hand_modernizes_the_next_line_whole() -> None:
     assert rewrites == {3: "def words() -> list[str] | None:"}
 
 
-def test_a_fix_the_user_left_undone_on_their_line_is_not_made_on_the_next() -> None:
-    # `t.Optional` kept on their own line: they write `list[str]`, not `X | None`.
-    text = "import typing as t\n\n\nclass Row:\n"
-    text += "    names: t.Optional[t.List[str]]\n    sizes: t.Optional[t.List[int]]\n"
-    after = text.replace("names: t.Optional[t.List[str]]", "names: t.Optional[list[str]]")
-    rewrites = lint_fix_lines(text, after, edit_between(text, after), "m.py", "python")
-    assert rewrites == {5: "    sizes: t.Optional[list[int]]"}
+ROW = """\
+import typing as t
 
 
-def test_two_pyupgrade_rules_applied_at_once_by_hand_are_followed() -> None:
-    # Neither `list[str]` (UP006) nor `X | None` (UP045) alone gives the user's line.
-    text = "import typing as t\n\n\nclass Row:\n"
-    text += "    names: t.Optional[t.List[str]]\n    sizes: t.Optional[t.List[int]]\n"
-    after = text.replace("names: t.Optional[t.List[str]]", "names: list[str] | None")
-    rewrites = lint_fix_lines(text, after, edit_between(text, after), "m.py", "python")
-    assert rewrites == {5: "    sizes: list[int] | None"}
+class Row:
+    names: t.Optional[t.List[str]]
+    sizes: t.Optional[t.List[int]]
+"""
+
+
+@pytest.mark.parametrize(
+    ("written", "next_line"),
+    [
+        # `t.Optional` kept on their own line: not made on the next one either.
+        ("names: t.Optional[list[str]]", "    sizes: t.Optional[list[int]]"),
+        # Neither `list[str]` (UP006) nor `X | None` (UP045) alone gives their line.
+        ("names: list[str] | None", "    sizes: list[int] | None"),
+    ],
+)
+def test_the_pyupgrade_rules_applied_by_hand_are_the_ones_followed(
+    written: str, next_line: str
+) -> None:
+    after = ROW.replace("names: t.Optional[t.List[str]]", written)
+    rewrites = lint_fix_lines(ROW, after, edit_between(ROW, after), "m.py", "python")
+    assert rewrites == {5: next_line}
 
 
 def test_an_import_the_edit_left_unused_is_removed() -> None:
