@@ -220,6 +220,11 @@ def _without_renames_to_builtins(subs: list[Substitution]) -> list[Substitution]
     return [sub for sub in subs if not (sub.whole_word and sub.new in BUILTINS)]
 
 
+def is_import_line(line: str) -> bool:
+    """Does `line` begin an import statement?"""
+    return _IMPORT_LINE.match(line) is not None
+
+
 def _import_lines(lines: list[str]) -> set[int]:
     """Indexes of the lines of import statements (`from x import (` to its `)`)."""
     found: set[int] = set()

@@ -31,7 +31,7 @@ import tree_sitter
 
 from ..edits import Edit
 from ..syntax import STRING_OR_COMMENT, byte_offset, line_end, line_start
-from .draft import piece_pattern, substitutions, word_pattern
+from .draft import is_import_line, piece_pattern, substitutions, word_pattern
 from .line_edits import added, added_twins, anchors, insertion
 from .trees import syntax_root
 from .window import LINES_ABOVE, LINES_BELOW, Hunk, Window, choose_window, line_of, line_starts
@@ -94,11 +94,14 @@ def occurrence_lines(
     starts = line_starts(text)
     in_code = _edit_in_code(root, text, starts, skip)
     found: set[int] = set()
+    used: set[int] = set()  # where a name the edit renamed in an import is used
     for name in names:
         pattern = word_pattern(name.lstrip("."), name.startswith("."))
         for match in pattern.finditer(text):
             if is_identifier(root, text, match.start(), match.end()):
                 found.add(line_of(starts, match.start()))
+    if hunk is not None and all(is_import_line(line) for line in hunk.after if line.strip()):
+        used, found = found, set()
     for sub in substitutions(hunk) if hunk is not None else []:
         if sub.whole_word:
             continue  # a renamed identifier: one of the names
@@ -118,7 +121,8 @@ def occurrence_lines(
     found |= _line_edit_places(text, root, starts, hunk, skip, in_code)
     if skip is not None:
         found = {line for line in found if _nearby(line, skip)}
-    return sorted(found)
+        used -= set(range(*skip))
+    return sorted(found | used)
 
 
 def _nearby(line: int, edited: tuple[int, int]) -> bool:

@@ -89,6 +89,17 @@ def test_a_use_more_than_max_place_lines_from_the_edit_is_not_followed() -> None
     assert plan.draft_change is None
 
 
+def test_a_name_renamed_in_an_import_is_followed_to_its_first_use_however_far() -> None:
+    # Imports stand at the top, their uses far below: the rename is not done until
+    # the code uses the new name.
+    text = document({2: "from util import safe_delete", 60: "safe_delete(path)", 80: "x"})
+    request = renamed(text, 2, "safe_delete", "safe_delete_read_only")
+    plan = prepare(request)
+    assert plan is not None and plan.window.first_line <= 60 < plan.window.end_line
+    assert plan.draft_change is not None
+    assert plan.draft_change.edit.new_text == "_read_only"
+
+
 def test_a_model_that_scores_the_draft_reads_only_the_lines_around_its_change() -> None:
     text = document({10: "count = start()", 36: "report(count)"})
     request = renamed(text, 10, "count", "amount", draft_only=None)
