@@ -13,7 +13,10 @@ A type swapped in one declaration's annotation (`salt: _t_str_bytes` ->
 `salt: _t_opt_str_bytes`, `-> list[float]` -> `-> list[Any]`) is a choice made for
 that parameter or that function, not a rename of the type: its reach is the
 edited lines, and it is carried nowhere (`annotation_swap`). So is one swapped in
-a type alias's value (`Headers: TypeAlias = MutableMapping[str, str]`).
+a type alias's value (`Headers: TypeAlias = MutableMapping[str, str]`). A generic
+swapped in a declaration with its arguments kept (`-> Iterator[None]` ->
+`-> Generator[None]`, `Mapping[str, X]` -> `dict[str, X]`) is the file's
+convention changing: carried as a rename.
 """
 
 from __future__ import annotations
@@ -174,21 +177,28 @@ def annotation_swap(
     first, last = line_start(text, start), line_end(text, end)
     for _old, new in renames:
         uses = list(word_pattern(new, False).finditer(text, first, last))
-        if not uses or not all(_in_annotation(root, text, use.start(), use.end()) for use in uses):
+        kinds = {_annotation(root, text, use.start(), use.end()) for use in uses}
+        if not uses or None in kinds:
             return False
+        if kinds == {"type"} and all(text.startswith("[", use.end()) for use in uses):
+            return False  # `Iterator[None]` -> `Generator[None]`: the file's convention
     return True
 
 
-def _in_annotation(root: tree_sitter.Node, text: str, start: int, end: int) -> bool:
+def _annotation(root: tree_sitter.Node, text: str, start: int, end: int) -> str | None:
+    """Where text[start:end] stands: in a declaration's type annotation ("type"),
+    in a type alias's value ("alias"), or elsewhere (None)."""
     node: tree_sitter.Node | None = root.descendant_for_byte_range(
         byte_offset(text, start), byte_offset(text, end)
     )
     while node is not None and (parent := node.parent) is not None:
         field = field_of(parent, node)
-        if field in _TYPE_FIELDS or (field == "right" and _alias(parent)):
-            return True
+        if field in _TYPE_FIELDS:
+            return "type"
+        if field == "right" and _alias(parent):
+            return "alias"
         node = parent
-    return False
+    return None
 
 
 def _alias(statement: tree_sitter.Node) -> bool:

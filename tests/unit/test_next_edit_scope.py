@@ -102,6 +102,17 @@ def test_a_type_swapped_in_one_annotation_is_carried_nowhere() -> None:
     assert plan is not None and "-> list[Real]" in plan.job.draft
 
 
+def test_a_generic_swapped_with_its_arguments_kept_is_carried() -> None:
+    # `Iterator[None]` -> `Generator[None]`: the file's convention for such functions.
+    text = (
+        "@contextmanager\ndef indent(self) -> Iterator[None]:\n    yield\n\n\n"
+        "@contextmanager\ndef section(self, name: str) -> Iterator[None]:\n    yield\n"
+    )
+    plan = prepare(renamed(text, 1, "Iterator", "Generator"))
+    assert plan is not None and plan.draft_change is not None
+    assert "def section(self, name: str) -> Generator[None]:" in plan.job.draft
+
+
 def test_a_renamed_parameter_with_a_type_is_still_a_rename() -> None:
     plan = prepare(renamed(SIGNER, 1, "salt", "pepper"))
     assert plan is not None and "in pepper.split(sep)" in plan.job.draft
