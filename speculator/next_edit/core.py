@@ -27,7 +27,6 @@ from .lint_fixes import LineRewrites, lint_fix_lines
 from .occurrences import occurrence_lines, removed_names, target_window
 from .parses import breaks_syntax
 from .prompts import (
-    CURSOR_MARKER,
     DRAFT_ONLY_FORMATS,
     PROMPT_FORMATS,
     Prompt,
@@ -46,6 +45,7 @@ from .proposal import (
     rewrites_like,
     scored,
     why_none,
+    without_marker,
 )
 from .rejoin import RejoinStop, first_stop
 from .scope import annotation_swap, local_scope
@@ -243,12 +243,13 @@ def _located(request: NextEditRequest, carried: Carried) -> Drafted:
     places = sorted({*carried.places, *carried.rewrites})
     language_id = request.language_id
     drafted = _drafted(text, carried, target_window(text, cursor, focus, places), language_id)
-    far_off = carried.rewrites and not _in_window(carried.rewrites, drafted.window)
-    if drafted.change is None and far_off:
-        # The places around the cursor changed nothing: go to a line rewritten
-        # further off (an import at the top of the file).
-        far = sorted(carried.rewrites)
-        drafted = _drafted(text, carried, target_window(text, cursor, focus, far), language_id)
+    # The places in the window changed nothing (`_click` also used otherwise there):
+    # go on to those past it, then to a line rewritten further off (an import).
+    for lines in (places, sorted(carried.rewrites)):
+        window = drafted.window
+        rest = [i for i in lines if not window.first_line <= i < window.end_line]
+        if drafted.change is None and rest:
+            drafted = _drafted(text, carried, target_window(text, cursor, focus, rest), language_id)
     return drafted
 
 
@@ -354,7 +355,7 @@ def finish(
         return NextEditResult([], rewrite.stats, reason="the rewrite did not finish")
     # An answer the rejoin rule cut: the window's unwritten rest is unchanged.
     rest = plan.rejoin.rest(rewrite.text)
-    answer, trace = _without_marker(rewrite.text, rewrite.trace)
+    answer, trace = without_marker(rewrite.text, rewrite.trace)
     rewritten = plan.prompt.rewritten(answer, plan.window) if rest is None else answer + rest
     # The model's changes must parse; the draft's were checked as it was drafted.
     written = [_as_drafted(plan, c) for c in candidates(plan.window, rewritten, trace)]
@@ -474,26 +475,3 @@ def _original_window(text: str, edits: list[Edit], window: Window) -> str:
     elif window.end > last.start:  # the window holds the edit
         end -= delta
     return "".join(line + "\n" for line in lines[first : max(first, end)])
-
-
-def _without_marker(answer: str, trace: TokenTrace | None) -> tuple[str, TokenTrace | None]:
-    """The answer without cursor markers the model copied, its trace shifted to match."""
-    if CURSOR_MARKER not in answer:
-        return answer, trace
-    cleaned = answer.replace(CURSOR_MARKER, "")
-    if trace is None:
-        return cleaned, None
-    cuts = []
-    at = answer.find(CURSOR_MARKER)
-    while at != -1:
-        cuts.append(at)
-        at = answer.find(CURSOR_MARKER, at + len(CURSOR_MARKER))
-
-    def moved(end: int) -> int:
-        shift = 0
-        for cut in cuts:
-            if end > cut:
-                shift += min(len(CURSOR_MARKER), end - cut)
-        return end - shift
-
-    return cleaned, TokenTrace([moved(e) for e in trace.ends], list(trace.probs))

@@ -28,6 +28,7 @@ from dataclasses import dataclass, replace
 
 from ..edits import common_ends, lines_with_ends
 from .lint_fixes import apply_edits
+from .prompts import CURSOR_MARKER
 from .window import Window
 
 # The least probability of a changed token for an edit to be proposed, measured on
@@ -205,3 +206,26 @@ def why_none(
     )
     bar = bar_of(best, min_confidence)
     return f"{what} scored {best.confidence:.5f}, under the bar of {bar:.2g}"
+
+
+def without_marker(answer: str, trace: TokenTrace | None) -> tuple[str, TokenTrace | None]:
+    """The answer without cursor markers the model copied, its trace shifted to match."""
+    if CURSOR_MARKER not in answer:
+        return answer, trace
+    cleaned = answer.replace(CURSOR_MARKER, "")
+    if trace is None:
+        return cleaned, None
+    cuts = []
+    at = answer.find(CURSOR_MARKER)
+    while at != -1:
+        cuts.append(at)
+        at = answer.find(CURSOR_MARKER, at + len(CURSOR_MARKER))
+
+    def moved(end: int) -> int:
+        shift = 0
+        for cut in cuts:
+            if end > cut:
+                shift += min(len(CURSOR_MARKER), end - cut)
+        return end - shift
+
+    return cleaned, TokenTrace([moved(e) for e in trace.ends], list(trace.probs))

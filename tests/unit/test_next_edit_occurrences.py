@@ -100,6 +100,16 @@ def test_a_name_renamed_in_an_import_is_followed_to_its_first_use_however_far() 
     assert plan.draft_change.edit.new_text == "_read_only"
 
 
+def test_places_in_the_window_that_the_draft_leaves_alone_do_not_hold_it() -> None:
+    # `_click` is also used on the line above, where nothing is to change: the
+    # window goes on to the next `_click.exceptions.` below.
+    lines = {10: '_click.echo("no profile")', 11: "raise _click.exceptions.Exit(1)"}
+    text = document({**lines, 30: "raise _click.exceptions.Exit(2)"})
+    plan = prepare(renamed(text, 11, "_click.exceptions.Exit", "Exit"))
+    assert plan is not None and plan.window.first_line <= 30 < plan.window.end_line
+    assert plan.draft_change is not None and "raise Exit(2)" in plan.job.draft
+
+
 def test_a_model_that_scores_the_draft_reads_only_the_lines_around_its_change() -> None:
     text = document({10: "count = start()", 36: "report(count)"})
     request = renamed(text, 10, "count", "amount", draft_only=None)
