@@ -20,7 +20,7 @@ from ..syntax import line_end
 from ..types import CancelToken, EngineError, Speculation, Stats
 from .across import imports_from, renamed_lines
 from .call_edits import carried_lines
-from .draft import draft_window, renames
+from .draft import BUILTINS, draft_window, is_imported, renames
 from .exports import export_lines
 from .imports import ImportSources, import_lines
 from .lint_fixes import LineRewrites, lint_fix_lines
@@ -277,7 +277,10 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     rewrites.update(carried_lines(request.text, hunk, focus, request.language_id))
     rewrites.update(export_lines(before, request.text, request.path, request.language_id))
     # The user's own change carried on comes first; a lint rule they applied, after.
-    fixes = lint_fix_lines(before, request.text, last, request.path, request.language_id)
+    # An import renamed with its name, unless that name is a builtin (`List` ->
+    # `list`) or imported already: then the old import is removed.
+    kept = [a for a, b in renamed if b not in BUILTINS and not is_imported(request.text, b)]
+    fixes = lint_fix_lines(before, request.text, last, request.path, request.language_id, kept)
     return Carried(focus, hunk, places, {**fixes, **rewrites}, scope)
 
 

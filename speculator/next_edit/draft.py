@@ -220,6 +220,13 @@ def _without_renames_to_builtins(subs: list[Substitution]) -> list[Substitution]
     return [sub for sub in subs if not (sub.whole_word and sub.new in BUILTINS)]
 
 
+def is_imported(text: str, name: str) -> bool:
+    """Does an import statement of `text` name `name`?"""
+    lines = text.split("\n")
+    pattern = word_pattern(name, member=False)
+    return any(pattern.search(lines[i]) for i in _import_lines(lines))
+
+
 def is_import_line(line: str) -> bool:
     """Does `line` begin an import statement?"""
     return _IMPORT_LINE.match(line) is not None

@@ -21,8 +21,9 @@ import difflib
 import functools
 import json
 import logging
+import re
 import subprocess
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
@@ -67,10 +68,18 @@ class Fix:
     edits: tuple[tuple[int, int, str], ...]  # (start offset, end offset, new text)
 
 
-def lint_fix_lines(before: str, text: str, edit: Edit, path: str, language_id: str) -> LineRewrites:
+def lint_fix_lines(
+    before: str,
+    text: str,
+    edit: Edit,
+    path: str,
+    language_id: str,
+    renamed: Collection[str] = (),
+) -> LineRewrites:
     """Lines of `text` rewritten by the next fix of the rule that the last edit
-    (`before` -> `text`) applied, or by removing an import it left unused; {}
-    when it applied none (or ruff is not at hand)."""
+    (`before` -> `text`) applied, or by removing an import it left unused (not one
+    of a `renamed` name: the draft renames that import); {} when it applied none
+    (or ruff is not at hand)."""
     if language_id != "python" or max(len(before), len(text)) > MAX_LINT_CHARS:
         return {}
     name = PurePosixPath(path).name or "untitled.py"
@@ -85,7 +94,7 @@ def lint_fix_lines(before: str, text: str, edit: Edit, path: str, language_id: s
     declined = {f.rule for f in old if f.first_line in range(*replaced)} - rules
     fixes = [f for f in new if not _touches(f, focus)]
     followed = [f for f in fixes if f.rule in rules and _near(f, focus)]
-    followed += _newly_unused(old, fixes, name)
+    followed += _newly_unused(old, fixes, name, renamed, text)
     if not followed:
         return {}
     first = min(followed, key=lambda f: (_distance(f, focus), f.first_line))
@@ -221,13 +230,28 @@ def _fixed(text: str, name: str, rules: tuple[str, set[str]], lines: tuple[int, 
     return text
 
 
-def _newly_unused(old: list[Fix], fixes: list[Fix], name: str) -> list[Fix]:
-    """Imports unused now that were not before the edit. In a package's
-    `__init__.py` an import is an export, never removed."""
+def _newly_unused(
+    old: list[Fix], fixes: list[Fix], name: str, renamed: Collection[str], text: str
+) -> list[Fix]:
+    """Imports unused now that were not before the edit, bar those of `renamed`
+    names (`Iterator` -> `Generator`: the import is renamed, not removed). In a
+    package's `__init__.py` an import is an export, never removed."""
     if name == "__init__.py":
         return []
     before = {f.message for f in old if f.rule == UNUSED_IMPORT}
-    return [f for f in fixes if f.rule == UNUSED_IMPORT and f.message not in before]
+    lines = text.split("\n")
+    return [
+        f
+        for f in fixes
+        if f.rule == UNUSED_IMPORT
+        and f.message not in before
+        and not any(_names(lines[f.first_line], n) for n in renamed)
+    ]
+
+
+def _names(line: str, name: str) -> bool:
+    """Does `line` hold `name` as a word?"""
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", line) is not None
 
 
 def _run_lines(first: Fix, same_rule: list[Fix]) -> tuple[int, int]:

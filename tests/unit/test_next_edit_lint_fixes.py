@@ -163,6 +163,20 @@ def test_an_import_the_edit_left_unused_is_removed() -> None:
     assert plan.job.draft.startswith("import sys\n")
 
 
+def test_an_import_left_unused_by_a_rename_is_renamed_unless_the_new_name_is_imported() -> None:
+    text = "import asyncio\n\n\ndef check(f):\n    return asyncio.iscoroutinefunction(f)\n"
+    _, request = edited(text, "asyncio.iscoroutinefunction", "inspect.iscoroutinefunction")
+    plan = planned(request)
+    assert plan.draft_change is not None and plan.job.draft.startswith("import inspect\n")
+    # `inspect` imported already: the old import goes.
+    _, request = edited(
+        "import inspect\n" + text, "asyncio.iscoroutinefunction", "inspect.iscoroutinefunction"
+    )
+    plan = planned(request)
+    assert plan.draft_change is not None and plan.draft_change.edit.new_text == ""
+    assert "import asyncio" not in plan.job.draft
+
+
 def test_two_names_left_unused_in_one_import_are_both_removed() -> None:
     text = "from os import getcwd, sep\n\n\ndef here():\n    return getcwd() + sep\n"
     after = text.replace("getcwd() + sep", '"."')
