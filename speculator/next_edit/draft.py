@@ -237,7 +237,7 @@ def _import_lines(lines: list[str]) -> set[int]:
     found: set[int] = set()
     in_parens = False
     for i, line in enumerate(lines):
-        if in_parens or _IMPORT_LINE.match(line):
+        if in_parens or is_import_line(line):
             found.add(i)
             in_parens = (in_parens or "(" in line) and ")" not in line
     return found

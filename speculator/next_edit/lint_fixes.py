@@ -21,13 +21,13 @@ import difflib
 import functools
 import json
 import logging
-import re
 import subprocess
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from ..edits import Edit
+from .draft import word_pattern
 from .occurrences import MAX_PLACE_LINES
 from .window import edited_lines, line_starts
 
@@ -88,10 +88,10 @@ def lint_fix_lines(
         return {}
     focus = edited_lines(text, edit)
     # The lines the edit replaced: the same helper, on the edit undone.
-    replaced = edited_lines(before, replace(edit, old=edit.new, new=edit.old))
-    rules = applied_rules(before, text, range(*replaced), old)
-    rules = rules or _family_applied(before, text, range(*replaced), old, name)
-    declined = {f.rule for f in old if f.first_line in range(*replaced)} - rules
+    replaced = range(*edited_lines(before, replace(edit, old=edit.new, new=edit.old)))
+    rules = applied_rules(before, text, replaced, old)
+    rules = rules or _family_applied(before, text, replaced, old, name)
+    declined = {f.rule for f in old if f.first_line in replaced} - rules
     fixes = [f for f in new if not _touches(f, focus)]
     followed = [f for f in fixes if f.rule in rules and _near(f, focus)]
     followed += _newly_unused(old, fixes, name, renamed, text)
@@ -99,7 +99,8 @@ def lint_fix_lines(
         return {}
     first = min(followed, key=lambda f: (_distance(f, focus), f.first_line))
     lines = _run_lines(first, [f for f in followed if f.rule == first.rule])
-    fixed = _fixed(text, name, _with_family(first.rule, declined), lines)
+    select, left_out = _with_family(first.rule, declined)
+    fixed = _fixed(text, name, lines, select, left_out)
     log.info("next edit: following ruff %s (%s)", first.rule, first.message)
     return line_rewrites(text, fixed)
 
@@ -161,7 +162,7 @@ def _family_applied(
         rules = {f.rule for f in fixes if f.first_line in changed and f.rule.startswith(family)}
         if len(rules) < 2:
             continue
-        fixed = _fixed(before, name, (family, set()), (changed.start, changed.stop - 1))
+        fixed = _fixed(before, name, (changed.start, changed.stop - 1), family)
         if _made_by(before, fixed, after):
             return rules
     return set()
@@ -215,10 +216,12 @@ def _with_family(rule: str, declined: set[str]) -> tuple[str, set[str]]:
     return family, declined
 
 
-def _fixed(text: str, name: str, rules: tuple[str, set[str]], lines: tuple[int, int]) -> str:
-    """`text` with the fixes of `rules` (_with_family) on `lines` made, asking ruff
-    again after each."""
-    (select, left_out), (first, last) = rules, lines
+def _fixed(
+    text: str, name: str, lines: tuple[int, int], select: str, left_out: Collection[str] = ()
+) -> str:
+    """`text` with the fixes of the rules ruff's `select` names, bar `left_out`, made
+    on `lines`, asking ruff again after each."""
+    first, last = lines
     for _ in range(MAX_FIX_ROUNDS):
         found = lint(text, name, [select]) or []
         here = [f for f in found if first <= f.first_line <= last and f.rule not in left_out]
@@ -245,13 +248,8 @@ def _newly_unused(
         for f in fixes
         if f.rule == UNUSED_IMPORT
         and f.message not in before
-        and not any(_names(lines[f.first_line], n) for n in renamed)
+        and not any(word_pattern(n, member=False).search(lines[f.first_line]) for n in renamed)
     ]
-
-
-def _names(line: str, name: str) -> bool:
-    """Does `line` hold `name` as a word?"""
-    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", line) is not None
 
 
 def _run_lines(first: Fix, same_rule: list[Fix]) -> tuple[int, int]:
