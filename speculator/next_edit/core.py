@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import NamedTuple
 
-from ..edits import Edit, snapshots
+from ..edits import Edit
 from ..outcome import PureStop
 from ..syntax import line_end
 from ..types import CancelToken, EngineError, Speculation, Stats
@@ -49,6 +49,7 @@ from .proposal import (
 )
 from .rejoin import RejoinStop, first_stop
 from .scope import annotation_swap, local_scope
+from .undefined import Source, words, writes_undefined
 from .window import (
     Hunk,
     Window,
@@ -58,6 +59,7 @@ from .window import (
     hunk_of,
     line_starts,
     lines_in_window,
+    original_window,
     recent_hunks,
 )
 
@@ -139,6 +141,7 @@ class Plan:
     draft_only: bool  # the model scores the draft's change and writes nothing itself
     text: str  # the document now
     language_id: str
+    source: Source  # what undefined.py reads
 
     @property
     def asks_model(self) -> bool:
@@ -178,7 +181,7 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         draft_only = request.prompt_format in DRAFT_ONLY_FORMATS
     if draft_only and drafted.change is not None:
         scoring = _scoring_window(text, drafted.window, drafted.change, cursor)
-        drafted = _drafted(text, carried, scoring, request.language_id)
+        drafted = _drafted(request, carried, scoring)
     window, user_lines, draft, change = drafted
     given = PromptInput(
         path=request.path,
@@ -186,7 +189,7 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         text=request.text,
         window=window,
         hunks=hunks,
-        original_window=_original_window(request.text, request.edits, window),
+        original_window=original_window(request.text, request.edits, window),
     )
     prompt = build_prompt(request.prompt_format, given)
     rejoin = RejoinStop(window, user_lines)
@@ -198,7 +201,16 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         speculation=request.speculation,
     )
     return Plan(
-        window, prompt, job, user_lines, rejoin, change, draft_only, text, request.language_id
+        window,
+        prompt,
+        job,
+        user_lines,
+        rejoin,
+        change,
+        draft_only,
+        text,
+        request.language_id,
+        _source(request),
     )
 
 
@@ -241,15 +253,14 @@ def _located(request: NextEditRequest, carried: Carried) -> Drafted:
     carried to (occurrences.target_window)."""
     text, cursor, focus = request.text, request.cursor, carried.focus
     places = sorted({*carried.places, *carried.rewrites})
-    language_id = request.language_id
-    drafted = _drafted(text, carried, target_window(text, cursor, focus, places), language_id)
+    drafted = _drafted(request, carried, target_window(text, cursor, focus, places))
     # The places in the window changed nothing (`_click` also used otherwise there):
     # go on to those past it, then to a line rewritten further off (an import).
     for lines in (places, sorted(carried.rewrites)):
         window = drafted.window
         rest = [i for i in lines if not window.first_line <= i < window.end_line]
         if drafted.change is None and rest:
-            drafted = _drafted(text, carried, target_window(text, cursor, focus, rest), language_id)
+            drafted = _drafted(request, carried, target_window(text, cursor, focus, rest))
     return drafted
 
 
@@ -284,17 +295,21 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     return Carried(focus, hunk, places, {**fixes, **rewrites}, scope)
 
 
-def _drafted(text: str, carried: Carried, window: Window, language_id: str) -> Drafted:
+def _drafted(request: NextEditRequest, carried: Carried, window: Window) -> Drafted:
     """The draft of `window` and its first change."""
     user_lines = lines_in_window(window, carried.focus)
     rewrites = _in_window(carried.rewrites, window)
     scope = clipped_to_window(window, carried.scope)
     draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope)
-    draft = _without_breaks(text, language_id, window, draft)
+    draft = _without_breaks(request, window, draft)
     found = [c for c in candidates(window, draft, None) if fits(window, c, user_lines)]
     before = carried.hunk.before if carried.hunk is not None else []
     twins = [c for c in found if rewrites_like(window, before, c)]
     change = next(iter(twins or found), None)
+    if change is not None and writes_undefined(_source(request), change.edit):
+        # The draft misread the edit: its later changes are as unsure, so none
+        # is proposed in this one's stead.
+        return Drafted(window, user_lines, draft, None)
     if change is not None and _renamed_only(window, carried, user_lines, scope, change):
         change = replace(change, bar_power=RENAME_BAR_POWER)
     return Drafted(window, user_lines, draft, change)
@@ -313,11 +328,12 @@ def _renamed_only(
     return change.edit not in {c.edit for c in candidates(window, plain, None)}
 
 
-def _without_breaks(text: str, language_id: str, window: Window, draft: str) -> str:
+def _without_breaks(request: NextEditRequest, window: Window, draft: str) -> str:
     """The draft with its changes that break the syntax undone (parses.py): they are
     never proposed, and the model must not read them before the one it scores."""
+    text = request.text
     for cand in reversed(candidates(window, draft, None)):
-        if not _parses(text, language_id, cand):
+        if not _parses(text, request.language_id, cand):
             start, end = cand.span
             draft = draft[:start] + text[cand.edit.start : cand.edit.end] + draft[end:]
     return draft
@@ -329,6 +345,20 @@ def _parses(text: str, language_id: str, cand: Candidate) -> bool:
         log.info("next edit: a change that breaks the syntax is not proposed")
         return False
     return True
+
+
+def _sound(plan: Plan, cand: Candidate) -> bool:
+    """Does the code still parse, and define the names the change writes
+    (undefined.py), after the change?"""
+    return _parses(plan.text, plan.language_id, cand) and not writes_undefined(
+        plan.source, cand.edit
+    )
+
+
+def _source(request: NextEditRequest) -> Source:
+    """The document, and the names its user wrote lately (undefined.py)."""
+    new = [e.new for e in request.edits] + [e.new for _, _, e in request.elsewhere]
+    return Source(request.text, request.path, request.language_id, words(new))
 
 
 def _carried_across(request: NextEditRequest) -> dict[int, str]:
@@ -360,9 +390,9 @@ def finish(
     rest = plan.rejoin.rest(rewrite.text)
     answer, trace = without_marker(rewrite.text, rewrite.trace)
     rewritten = plan.prompt.rewritten(answer, plan.window) if rest is None else answer + rest
-    # The model's changes must parse; the draft's were checked as it was drafted.
+    # The model's changes must be sound; the draft's were checked as it was drafted.
     written = [_as_drafted(plan, c) for c in candidates(plan.window, rewritten, trace)]
-    found = [c for c in written if _parses(plan.text, plan.language_id, c)]
+    found = [c for c in written if _sound(plan, c)]
     if draft is not None:
         found += _draft_candidate(plan, draft)
     return _chosen(plan, found, rewrite.stats, min_confidence)
@@ -461,20 +491,3 @@ def _elsewhere_hunks(request: NextEditRequest) -> list[Hunk]:
     """The newest edits in other files, oldest of them first."""
     hunks = [hunk_of(before, edit, path) for path, before, edit in request.elsewhere[:2]]
     return [h for h in reversed(hunks) if h.before != h.after]
-
-
-def _original_window(text: str, edits: list[Edit], window: Window) -> str:
-    """The window's lines as they were before the last edit (shifted by the lines
-    it added or removed); the window as it is when the last edit was elsewhere."""
-    if not edits:
-        return window.text
-    before = snapshots(text, edits[-1:])[0]
-    last = edits[-1]
-    delta = last.new.count("\n") - last.old.count("\n")
-    lines = before.split("\n")
-    first, end = window.first_line, window.end_line
-    if window.start >= last.new_end:  # below the edit (a moved window): all shifted
-        first, end = max(0, first - delta), end - delta
-    elif window.end > last.start:  # the window holds the edit
-        end -= delta
-    return "".join(line + "\n" for line in lines[first : max(first, end)])

@@ -107,7 +107,16 @@ def lint_fix_lines(
 
 def lint(text: str, name: str, rules: Sequence[str] | None = None) -> list[Fix] | None:
     """ruff's safe fixes for `text` (a file called `name`); None: ruff could not say."""
-    select = ",".join(rules or (*FOLLOWED_RULES, UNUSED_IMPORT))
+    found = ruff_findings(text, name, rules or (*FOLLOWED_RULES, UNUSED_IMPORT))
+    if found is None:
+        return None
+    starts = line_starts(text)
+    return [f for d in found if (f := _fix(d, starts)) is not None]
+
+
+def ruff_findings(text: str, name: str, rules: Sequence[str]) -> list[object] | None:
+    """ruff's findings of `rules` in `text` (a file called `name`), as its JSON
+    reports them; None: ruff could not say."""
     command = [
         *_ruff(),
         "check",
@@ -115,7 +124,7 @@ def lint(text: str, name: str, rules: Sequence[str] | None = None) -> list[Fix] 
         "--no-cache",
         "--quiet",
         "--exit-zero",
-        f"--select={select}",
+        f"--select={','.join(rules)}",
         f"--target-version={TARGET_VERSION}",
         "--output-format=json",
         f"--stdin-filename={name}",
@@ -132,8 +141,7 @@ def lint(text: str, name: str, rules: Sequence[str] | None = None) -> list[Fix] 
     if done.returncode != 0 or not isinstance(found, list):
         log.info("next edit: ruff failed: %s", done.stderr.strip()[:200])
         return None
-    starts = line_starts(text)
-    return [f for d in found if (f := _fix(d, starts)) is not None]
+    return found
 
 
 def applied_rules(before: str, after: str, changed: Iterable[int], fixes: list[Fix]) -> set[str]:

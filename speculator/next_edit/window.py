@@ -183,3 +183,20 @@ def clipped_to_window(window: Window, lines: tuple[int, int] | None) -> tuple[in
         return None
     first = min(max(lines[0] - window.first_line, 0), window.end_line - window.first_line)
     return first, max(first, min(lines[1], window.end_line) - window.first_line)
+
+
+def original_window(text: str, edits: list[Edit], window: Window) -> str:
+    """The window's lines as they were before the last edit (shifted by the lines
+    it added or removed); the window as it is when the last edit was elsewhere."""
+    if not edits:
+        return window.text
+    before = snapshots(text, edits[-1:])[0]
+    last = edits[-1]
+    delta = last.new.count("\n") - last.old.count("\n")
+    lines = before.split("\n")
+    first, end = window.first_line, window.end_line
+    if window.start >= last.new_end:  # below the edit (a moved window): all shifted
+        first, end = max(0, first - delta), end - delta
+    elif window.end > last.start:  # the window holds the edit
+        end -= delta
+    return "".join(line + "\n" for line in lines[first : max(first, end)])

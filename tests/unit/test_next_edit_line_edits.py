@@ -165,7 +165,8 @@ def test_a_line_commented_out_is_carried_to_its_twins_indented_as_each_is() -> N
 
 
 def test_an_f_prefix_is_carried_only_to_strings_with_a_placeholder() -> None:
-    code = 'raise E(\n    "the scheme must be http,"\n    " but got {url}."\n    " or {other}"\n)\n'
+    code = 'url = other = ""\nraise E(\n    "the scheme must be http,"\n    " but got {url}."\n'
+    code += '    " or {other}"\n)\n'
     at = code.index('" but got')
     after = proposed(inserted(code, at, "f"))
     assert after == code.replace('" but', 'f" but').replace('" or', 'f" or')
