@@ -33,7 +33,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..edits import common_ends
-from .line_edits import added, carry_added, carry_insertion, indentation, insertion, remark
+from .line_edits import (
+    added,
+    adds_no_cover,
+    carry_added,
+    carry_insertion,
+    in_excluded_block,
+    indentation,
+    insertion,
+    remark,
+)
 from .window import Hunk
 
 # Marks a line that a rewrite deletes while the other rules run (draft_window).
@@ -211,7 +220,9 @@ def apply_substitutions(
             continue
         if within is not None and not within[0] <= i < within[1]:
             continue
-        lines[i] = _substituted(line, _without_renames_to_builtins(subs) if i in imports else subs)
+        new = _substituted(line, _without_renames_to_builtins(subs) if i in imports else subs)
+        if not (adds_no_cover(line, new) and in_excluded_block(lines, i)):
+            lines[i] = new
     return "\n".join(lines)
 
 

@@ -6,7 +6,8 @@ same words as that line did (`except Exception:`), as is text added at its
 start (`# ` commenting it out, `await `); an `f` prefix, only to the strings that
 have a `{` to fill. A comment appended is carried only when
 a tool reads it (`# type: ignore[x]`): one written for people explains the line
-it was put on. Beside draft.py's substitutions, which change lines in place.
+it was put on; `# pragma: no cover` is not carried into a block that it already
+excludes. Beside draft.py's substitutions, which change lines in place.
 
 Lines compare stripped. More than MAX_INSERTED_LINES inserted are a new block. An
 anchor shorter than MIN_ANCHOR_CHARS (`try:`, `else:`) or recurring more than
@@ -40,6 +41,9 @@ _COMMENT = re.compile(r"\s*(?:#|//|--)")
 # or that ends it (`# pragma: no cover`, `# type: ignore[x]`, `// @ts-ignore`, `# nosec`),
 # or a hyphenated one (`// eslint-disable-line no-console`).
 _DIRECTIVE = re.compile(r"\s*(?:#|//|--)\s*(?:@?[a-z][\w.-]*(?:[:\[=(]|\s*$)|[a-z]+-[\w-]+)")
+# coverage.py's exclusion: on a line that opens a block it excludes the whole block,
+# so it is not carried into a block already excluded.
+_NO_COVER = re.compile(r"#\s*pragma:\s*no\s*cover", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -136,7 +140,10 @@ def added_twins(lines: list[str], add: Added, skip: tuple[int, int] | None) -> l
     at = [
         i
         for i, line in enumerate(lines)
-        if _outside(i, skip) and _ends(line) == (add.first, add.last) and _fills(line, add)
+        if _outside(i, skip)
+        and _ends(line) == (add.first, add.last)
+        and _fills(line, add)
+        and not (_NO_COVER.search(add.text) and in_excluded_block(lines, i))
     ]
     return at if len(at) <= MAX_ANCHOR_PLACES else []
 
@@ -145,6 +152,24 @@ def _fills(line: str, add: Added) -> bool:
     """Has `line` what the text added does something to? An `f` prefix on a string
     without a `{` would change nothing (and linters flag it)."""
     return not (add.at_start and _F_PREFIX.match(add.text) and "{" not in line)
+
+
+def adds_no_cover(old: str, new: str) -> bool:
+    """Does `new` exclude from coverage the line `old` that was not?"""
+    return _NO_COVER.search(new) is not None and _NO_COVER.search(old) is None
+
+
+def in_excluded_block(lines: list[str], i: int) -> bool:
+    """Does a block that holds line `i` open on a line excluded from coverage?"""
+    indent = len(indentation(lines[i]))
+    for line in reversed(lines[:i]):
+        own = len(indentation(line))
+        if not line.strip() or own >= indent:
+            continue
+        if _NO_COVER.search(line) and line.split("#")[0].rstrip().endswith(":"):
+            return True
+        indent = own
+    return False
 
 
 def carry_added(lines: list[str], add: Added, skip: tuple[int, int] | None) -> list[str]:

@@ -184,6 +184,23 @@ def test_a_comment_for_people_stays_on_its_line_where_a_directive_is_carried() -
     assert proposed(inserted(code, at, pragma)).count(pragma) == 2
 
 
+def test_no_cover_is_not_carried_into_a_block_it_already_excludes() -> None:
+    code = (
+        "if sys.version_info >= (3, 13):\n    from warnings import deprecated\n"
+        "else:\n    if TYPE_CHECKING:\n        from typing_extensions import deprecated\n"
+        "    else:\n        deprecated = fallback\n"
+    )
+    at = code.index("else:") + len("else:")
+    # The outer `else:` excluded excludes the inner one: nothing to carry.
+    assert proposed(inserted(code, at, PRAGMA)).count(PRAGMA) == 1
+    # A directive that holds for its line alone is carried there as before.
+    ignore = "  # type: ignore[misc]"
+    assert proposed(inserted(code, at, ignore)).count(ignore) == 2
+    # An `else:` beside the excluded block, not in it, is its twin as before.
+    beside = code.replace("    else:\n        deprecated", "else:\n    deprecated")
+    assert proposed(inserted(beside, at, PRAGMA)).count(PRAGMA) == 2
+
+
 def test_a_tool_directive_appended_is_an_addition_and_prose_is_not() -> None:
     def appended(text: str) -> bool:
         return added(Hunk("m.py", 0, ["    f(a)"], [f"    f(a){text}"], [], [])) is not None
