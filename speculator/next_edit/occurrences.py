@@ -44,8 +44,10 @@ MAX_WIDEN_LINES = 6
 # Lines kept below a place the window widens to (proposal.choose drops a change
 # on the window's last line: the model may have stopped there, not ended).
 MARGIN_LINES = 2
-# A changed line or piece of text that recurs more often than this in the file
-# (`try:`) points nowhere in particular: its places are not followed.
+# A changed line or piece of text that recurs more often than this within
+# MAX_PLACE_LINES of the edit (`try:`) points nowhere in particular: its places are
+# not followed. Counted near the edit: a `# type: ignore` removed is followed to
+# the one nearby though the file has ten.
 MAX_TEXT_PLACES = 4
 # Places farther than this from the edit (lines) are not followed. People's next
 # edit is near their last: on the dev sets every right proposal lay within 24 lines
@@ -113,7 +115,7 @@ def occurrence_lines(
             if (whole or not sub.whole_line) and _carried_to(root, text, at, whole, in_code):
                 lines.add(line)
         if skip is not None:
-            lines -= set(range(*skip))
+            lines = {line for line in lines if _nearby(line, skip)}
         if len(lines) <= MAX_TEXT_PLACES:
             found |= lines
     if scope is not None:

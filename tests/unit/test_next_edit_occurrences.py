@@ -173,14 +173,16 @@ def test_a_line_changed_the_same_way_is_found_as_code_not_in_strings() -> None:
     body |= {23: '    """', 30: "def c():", 31: "    pass"}
     places = occurrence_lines(document(body), "python", [], hunk("    pass", "    ..."), (11, 12))
     assert places == [31]
-    # A line that recurs all over the file points nowhere in particular.
-    common = {10 * i: "def a():" for i in range(1, 7)} | {
-        10 * i + 1: "    pass" for i in range(1, 7)
+    # A line that recurs all around the edit points nowhere in particular.
+    common = {5 * i: "def a():" for i in range(1, 9)} | {5 * i + 1: "    pass" for i in range(1, 9)}
+    edit = hunk("    pass", "    ...")
+    assert occurrence_lines(document(common), "python", [], edit, (11, 12)) == []
+    # Counted near the edit: far ones (a long file's other stubs) do not hide the near.
+    spread = {25 * i: "def a():" for i in range(1, 9)} | {
+        25 * i + 1: "    pass" for i in range(1, 9)
     }
-    assert (
-        occurrence_lines(document(common), "python", [], hunk("    pass", "    ..."), (11, 12))
-        == []
-    )
+    places = occurrence_lines(document(spread, total=250), "python", [], edit, (51, 52))
+    assert places == [26, 76]
 
 
 def test_no_grammar_no_places() -> None:
