@@ -47,6 +47,7 @@ from .proposal import (
     why_none,
     without_marker,
 )
+from .reimports import reimport_lines
 from .rejoin import RejoinStop, first_stop
 from .scope import annotation_swap, local_scope
 from .undefined import Source, words, writes_undefined
@@ -282,11 +283,12 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
         scope = focus  # one declaration's type changed: carried nowhere
     places = occurrence_lines(request.text, request.language_id, names, hunk, focus, scope)
     edit = (focus, last.old) if focus is not None else None
-    rewrites = import_lines(
-        request.text, request.path, edit, request.language_id, request.import_sources
+    rewrites: dict[int, str | None] = dict(
+        import_lines(request.text, request.path, edit, request.language_id, request.import_sources)
     )
     rewrites.update(carried_lines(request.text, hunk, focus, request.language_id))
     rewrites.update(export_lines(before, request.text, request.path, request.language_id))
+    rewrites.update(reimport_lines(before, request.text, last, request.path, request.language_id))
     # The user's own change carried on comes first; a lint rule they applied, after.
     # An import renamed with its name, unless that name is a builtin (`List` ->
     # `list`) or imported already: then the old import is removed.

@@ -244,13 +244,22 @@ def is_import_line(line: str) -> bool:
 
 
 def _import_lines(lines: list[str]) -> set[int]:
-    """Indexes of the lines of import statements (`from x import (` to its `)`)."""
-    found: set[int] = set()
+    """Indexes of the lines of import statements."""
+    return {i for start, end in import_statements(lines) for i in range(start, end)}
+
+
+def import_statements(lines: list[str]) -> list[tuple[int, int]]:
+    """The lines [start, end) of each import statement (`from x import (` to its `)`)."""
+    found: list[tuple[int, int]] = []
     in_parens = False
     for i, line in enumerate(lines):
-        if in_parens or is_import_line(line):
-            found.add(i)
-            in_parens = (in_parens or "(" in line) and ")" not in line
+        if in_parens:
+            found[-1] = (found[-1][0], i + 1)
+        elif is_import_line(line):
+            found.append((i, i + 1))
+        else:
+            continue
+        in_parens = (in_parens or "(" in line) and ")" not in line
     return found
 
 

@@ -105,7 +105,7 @@ def lint_fix_lines(
     first = min(followed, key=lambda f: (_distance(f, focus), f.first_line))
     lines = _run_lines(first, [f for f in followed if f.rule == first.rule])
     select, left_out = _with_family(first.rule, declined)
-    fixed = _fixed(text, name, lines, select, left_out)
+    fixed = fixed_by(text, name, lines, select, left_out)
     log.info("next edit: following ruff %s (%s)", first.rule, first.message)
     return line_rewrites(text, fixed)
 
@@ -175,7 +175,7 @@ def _family_applied(
         rules = {f.rule for f in fixes if f.first_line in changed and f.rule.startswith(family)}
         if len(rules) < 2:
             continue
-        fixed = _fixed(before, name, (changed.start, changed.stop - 1), family)
+        fixed = fixed_by(before, name, (changed.start, changed.stop - 1), family)
         if _made_by(before, fixed, after):
             return rules
     return set()
@@ -234,7 +234,7 @@ def _with_family(rule: str, declined: set[str]) -> tuple[str, set[str]]:
     return family, declined
 
 
-def _fixed(
+def fixed_by(
     text: str, name: str, lines: tuple[int, int], select: str, left_out: Collection[str] = ()
 ) -> str:
     """`text` with the fixes of the rules ruff's `select` names, bar `left_out`, made
