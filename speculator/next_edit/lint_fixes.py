@@ -94,11 +94,6 @@ def lint_fix_lines(
     declined = {f.rule for f in old if f.first_line in replaced} - rules
     fixes = [f for f in new if not _touches(f, focus)]
     followed = [f for f in fixes if f.rule in rules and _near(f, focus)]
-    # None of the rule itself nearby: its family's next fix (FAMILY_RULES: a user
-    # writing `super()` for `super(C, self)` writes `class M:` for `class M(object):`).
-    followed = followed or [
-        f for f in fixes if _kin(f.rule, rules) and f.rule not in declined and _near(f, focus)
-    ]
     followed += _newly_unused(old, fixes, name, renamed, text)
     if not followed:
         return {}
@@ -217,11 +212,6 @@ def line_rewrites(text: str, fixed: str) -> LineRewrites:
         rewrites[i1] = "\n".join(new[j1:j2]) if j2 > j1 else None
         rewrites.update(dict.fromkeys(range(i1 + 1, i2)))
     return rewrites
-
-
-def _kin(rule: str, rules: Collection[str]) -> bool:
-    """Is `rule` of the family (FAMILY_RULES) of one of `rules`?"""
-    return any(rule.startswith(f) and r.startswith(f) for f in FAMILY_RULES for r in rules)
 
 
 def _with_family(rule: str, declined: set[str]) -> tuple[str, set[str]]:

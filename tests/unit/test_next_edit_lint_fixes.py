@@ -154,25 +154,6 @@ def test_the_pyupgrade_rules_applied_by_hand_are_the_ones_followed(
     assert rewrites == {5: next_line}
 
 
-MIXED = """\
-class Base(object):
-    def __init__(self):
-        super(Base, self).__init__()
-        self.names = list([1, 2])
-"""
-
-
-def test_with_none_of_its_rule_nearby_pyupgrade_follows_its_family() -> None:
-    # `super()` written by hand (UP008), and no other `super(...)` to fix: the
-    # next pyupgrade fix is the class's `(object)` (UP004).
-    after = MIXED.replace("super(Base, self)", "super()")
-    rewrites = lint_fix_lines(MIXED, after, edit_between(MIXED, after), "m.py", "python")
-    assert rewrites == {0: "class Base:"}
-    # A rule outside a family (C4) brings no other rule's fixes.
-    after = MIXED.replace("list([1, 2])", "[1, 2]")
-    assert lint_fix_lines(MIXED, after, edit_between(MIXED, after), "m.py", "python") == {}
-
-
 def test_an_import_the_edit_left_unused_is_removed() -> None:
     after, request = edited(USES_OS, "os.getcwd(), sys.argv", "sys.argv")
     rewrites = lint_fix_lines(USES_OS, after, edit_between(USES_OS, after), "m.py", "python")
