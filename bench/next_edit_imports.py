@@ -155,7 +155,7 @@ def _drafts_an_import(request: NextEditRequest) -> bool:
 
 def _new_lines(request: NextEditRequest, edit: TextEdit) -> list[str]:
     """The lines the edit writes that the text did not have."""
-    after = request.text[: edit.start] + edit.new_text + request.text[edit.end :]
+    after = edit.apply(request.text)
     before = set(request.text.split("\n"))
     return [line for line in after.split("\n") if line not in before]
 

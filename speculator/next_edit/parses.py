@@ -26,7 +26,7 @@ def breaks_syntax(language_id: str, text: str, edit: TextEdit) -> bool:
     parser = new_parser(language_id)
     if before is None or parser is None:
         return False
-    edited = text[: edit.start] + edit.new_text + text[edit.end :]
+    edited = edit.apply(text)
     first = line_start(text, edit.start)
     end = line_end(text, edit.end)
     new_end = line_end(edited, edit.start + len(edit.new_text))

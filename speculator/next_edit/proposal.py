@@ -52,6 +52,10 @@ class TextEdit:
     end: int
     new_text: str
 
+    def apply(self, text: str) -> str:
+        """`text` with this edit made."""
+        return text[: self.start] + self.new_text + text[self.end :]
+
 
 @dataclass(frozen=True)
 class Candidate:

@@ -43,7 +43,7 @@ def leaves_undefined(
     if language_id != "python" or len(text) > MAX_LINT_CHARS:
         return False
     name = PurePosixPath(path).name or "untitled.py"
-    edited = text[: edit.start] + edit.new_text + text[edit.end :]
+    edited = edit.apply(text)
     before, after = _undefined(text, name), _undefined(edited, name)
     if before is None or after is None:
         return False

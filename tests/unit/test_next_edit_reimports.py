@@ -67,7 +67,6 @@ def test_the_draft_takes_the_old_import_out() -> None:
     plan = prepare(request)
     assert plan is not None and plan.draft_change is not None
     edit = plan.draft_change.edit
-    proposed = after[: edit.start] + edit.new_text + after[edit.end :]
-    assert proposed == after.replace(
+    assert edit.apply(after) == after.replace(
         "from typing import Callable, Sequence, TypeVar", "from typing import TypeVar"
     )

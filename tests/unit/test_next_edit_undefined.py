@@ -100,5 +100,4 @@ def test_a_rewrite_that_leaves_a_name_undefined_is_not_proposed() -> None:
     assert finish(plan, Rewrite(broken, None, True, Stats()), 0.0).edits == []
     fine = plan.window.text.replace("> 255", ">= 256")
     (edit,) = finish(plan, Rewrite(fine, None, True, Stats()), 0.0).edits
-    text = plan.text
-    assert text[: edit.start] + edit.new_text + text[edit.end :] == text.replace("> 255", ">= 256")
+    assert edit.apply(plan.text) == plan.text.replace("> 255", ">= 256")
