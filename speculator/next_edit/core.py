@@ -140,9 +140,15 @@ class Plan:
     # (a rename carried on looks surer each time).
     draft_change: Candidate | None
     draft_only: bool  # the model scores the draft's change and writes nothing itself
-    text: str  # the document now
-    language_id: str
-    source: Source  # what undefined.py reads
+    source: Source  # the document now, and the names its user wrote lately
+
+    @property
+    def text(self) -> str:
+        return self.source.text
+
+    @property
+    def language_id(self) -> str:
+        return self.source.language_id
 
     @property
     def asks_model(self) -> bool:
@@ -175,14 +181,15 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         return None
     hunks = _elsewhere_hunks(request) + recent_hunks(request.text, request.edits, request.path)
     carried = _carried(request, hunks, newest_elsewhere)
-    drafted = _located(request, carried)
+    source = _source(request)
+    drafted = _located(request, carried, source)
     text, cursor = request.text, request.cursor
     draft_only = request.draft_only
     if draft_only is None:
         draft_only = request.prompt_format in DRAFT_ONLY_FORMATS
     if draft_only and drafted.change is not None:
         scoring = _scoring_window(text, drafted.window, drafted.change, cursor)
-        drafted = _drafted(request, carried, scoring)
+        drafted = _drafted(source, carried, scoring)
     window, user_lines, draft, change = drafted
     given = PromptInput(
         path=request.path,
@@ -209,9 +216,7 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
         rejoin,
         change,
         draft_only,
-        text,
-        request.language_id,
-        _source(request),
+        source,
     )
 
 
@@ -249,19 +254,19 @@ def _carried(request: NextEditRequest, hunks: list[Hunk], newest_elsewhere: bool
     return _carried_here(request, hunks)
 
 
-def _located(request: NextEditRequest, carried: Carried) -> Drafted:
+def _located(request: NextEditRequest, carried: Carried, source: Source) -> Drafted:
     """The draft of the window around the cursor, or around the places the edit is
     carried to (occurrences.target_window)."""
     text, cursor, focus = request.text, request.cursor, carried.focus
     places = sorted({*carried.places, *carried.rewrites})
-    drafted = _drafted(request, carried, target_window(text, cursor, focus, places))
+    drafted = _drafted(source, carried, target_window(text, cursor, focus, places))
     # The places in the window changed nothing (`_click` also used otherwise there):
     # go on to those past it, then to a line rewritten further off (an import).
     for lines in (places, sorted(carried.rewrites)):
         window = drafted.window
         rest = [i for i in lines if not window.first_line <= i < window.end_line]
         if drafted.change is None and rest:
-            drafted = _drafted(request, carried, target_window(text, cursor, focus, rest))
+            drafted = _drafted(source, carried, target_window(text, cursor, focus, rest))
     return drafted
 
 
@@ -297,18 +302,18 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     return Carried(focus, hunk, places, {**fixes, **rewrites}, scope)
 
 
-def _drafted(request: NextEditRequest, carried: Carried, window: Window) -> Drafted:
+def _drafted(source: Source, carried: Carried, window: Window) -> Drafted:
     """The draft of `window` and its first change."""
     user_lines = lines_in_window(window, carried.focus)
     rewrites = _in_window(carried.rewrites, window)
     scope = clipped_to_window(window, carried.scope)
     draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope)
-    draft = _without_breaks(request, window, draft)
+    draft = _without_breaks(source, window, draft)
     found = [c for c in candidates(window, draft, None) if fits(window, c, user_lines)]
     before = carried.hunk.before if carried.hunk is not None else []
     twins = [c for c in found if rewrites_like(window, before, c)]
     change = next(iter(twins or found), None)
-    if change is not None and writes_undefined(_source(request), change.edit):
+    if change is not None and writes_undefined(source, change.edit):
         # The draft misread the edit: its later changes are as unsure, so none
         # is proposed in this one's stead.
         return Drafted(window, user_lines, draft, None)
@@ -330,12 +335,12 @@ def _renamed_only(
     return change.edit not in {c.edit for c in candidates(window, plain, None)}
 
 
-def _without_breaks(request: NextEditRequest, window: Window, draft: str) -> str:
+def _without_breaks(source: Source, window: Window, draft: str) -> str:
     """The draft with its changes that break the syntax undone (parses.py): they are
     never proposed, and the model must not read them before the one it scores."""
-    text = request.text
+    text = source.text
     for cand in reversed(candidates(window, draft, None)):
-        if not _parses(text, request.language_id, cand):
+        if not _parses(text, source.language_id, cand):
             start, end = cand.span
             draft = draft[:start] + text[cand.edit.start : cand.edit.end] + draft[end:]
     return draft
