@@ -49,7 +49,7 @@ from .proposal import (
 )
 from .reimports import reimport_lines
 from .rejoin import RejoinStop, first_stop
-from .scope import annotation_swap, local_scope
+from .scope import carried_within
 from .undefined import Source, words, writes_undefined
 from .window import (
     Hunk,
@@ -281,11 +281,7 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     before = last.undo(request.text)
     names = removed_names(before, request.text, last, request.language_id)
     renamed = renames(hunk)
-    scope = local_scope(request.text, request.language_id, last.start, renamed)
-    if scope is None and annotation_swap(
-        request.text, request.language_id, last.start, last.new_end, renamed
-    ):
-        scope = focus  # one declaration's type changed: carried nowhere
+    scope = carried_within(request.text, request.language_id, last, renamed, focus)
     places = occurrence_lines(request.text, request.language_id, names, hunk, focus, scope)
     edit = (focus, last.old) if focus is not None else None
     rewrites: dict[int, str | None] = dict(

@@ -17,6 +17,12 @@ a type alias's value (`Headers: TypeAlias = MutableMapping[str, str]`). A generi
 swapped in a declaration with its arguments kept (`-> Iterator[None]` ->
 `-> Generator[None]`, `Mapping[str, X]` -> `dict[str, X]`) is the file's
 convention changing: carried as a rename.
+
+The exceptions one `except` clause catches changed (`except ValueError:` ->
+`except (ValueError, TypeError):`) are what that handler's `try` body raises: the
+other handlers that read the same catch what theirs raise, and the change is
+carried nowhere (`handler_change`). On the dev sets the draft carried it 3 times
+and the next edit was never that.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import re
 
 import tree_sitter
 
+from ..edits import Edit
 from ..syntax import byte_offset, line_end, line_start
 from .draft import word_pattern
 from .occurrences import MAX_PARSE_CHARS
@@ -94,6 +101,27 @@ _PATTERNS = frozenset(
 _USE_FIELDS = frozenset({"value", "right", "type", "default", "return_type"})
 # Fields that hold a declaration's type, in the grammars served.
 _TYPE_FIELDS = frozenset({"type", "return_type", "result"})
+# Python's exception handlers, and the parts of one that are not what it catches.
+_HANDLERS = frozenset({"except_clause", "except_group_clause"})
+_NOT_CAUGHT = frozenset({"except", "*", ":", "block", "comment"})
+
+
+def carried_within(
+    text: str,
+    language_id: str,
+    edit: Edit,
+    renames: list[tuple[str, str]],
+    focus: tuple[int, int] | None,
+) -> tuple[int, int] | None:
+    """The lines [first, end) the last `edit` (made on the lines `focus`) is carried
+    within: a renamed local's function; `focus` alone for a choice made for one
+    declaration or one handler; None: anywhere."""
+    scope = local_scope(text, language_id, edit.start, renames)
+    if scope is not None:
+        return scope
+    if annotation_swap(text, language_id, edit.start, edit.new_end, renames):
+        return focus
+    return focus if handler_change(text, language_id, edit) else scope
 
 
 def local_scope(
@@ -210,3 +238,31 @@ def _alias(statement: tree_sitter.Node) -> bool:
     return statement.type == "assignment" and (
         annotation is not None and (annotation.text or b"").endswith(b"TypeAlias")
     )
+
+
+def handler_change(text: str, language_id: str, edit: Edit) -> bool:
+    """Did `edit` change only the exceptions an `except` clause catches (read in the
+    text before it and in `text`, after it)?"""
+    before = edit.undo(text)
+    return _in_caught(before, language_id, edit.start, edit.end) and _in_caught(
+        text, language_id, edit.start, edit.new_end
+    )
+
+
+def _in_caught(text: str, language_id: str, start: int, end: int) -> bool:
+    """Does text[start:end] lie in what an `except` clause catches?"""
+    if len(text) > MAX_PARSE_CHARS:
+        return False
+    root = syntax_root(language_id, text)
+    if root is None:
+        return False
+    first, last = byte_offset(text, start), byte_offset(text, end)
+    node: tree_sitter.Node | None = root.descendant_for_byte_range(first, last)
+    while node is not None and node.type not in _HANDLERS:
+        node = node.parent
+    if node is None:
+        return False
+    caught = next((c for c in node.children if c.type not in _NOT_CAUGHT), None)
+    if caught is not None and caught.type == "as_pattern":
+        caught = caught.children[0]  # not the name it is bound to
+    return caught is not None and caught.start_byte <= first and last <= caught.end_byte

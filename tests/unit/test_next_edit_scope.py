@@ -1,12 +1,14 @@
 """A renamed local is carried only inside the function that binds it
-(speculator/next_edit/scope.py); a global renamed is carried as before."""
+(speculator/next_edit/scope.py); a global renamed is carried as before; a choice
+made for one declaration or one handler is carried nowhere."""
 
 from __future__ import annotations
 
 from test_next_edit_occurrences import renamed
 
 from speculator.next_edit.core import prepare
-from speculator.next_edit.scope import local_scope
+from speculator.edits import Edit
+from speculator.next_edit.scope import handler_change, local_scope
 
 SCALE = """def scale(value, factor):
     total = value * factor
@@ -130,3 +132,31 @@ def test_a_type_swapped_in_one_alias_is_carried_nowhere_but_an_alias_renamed_is(
         assert plan is None or plan.draft_change is None, line
     plan = prepare(renamed(text, 2, "Cookies", "Jar"))
     assert plan is not None and "c: Jar" in plan.job.draft
+
+
+PARSE = """def parse(payload):
+    try:
+        iat = int(payload["iat"])
+    except ValueError as err:
+        raise Invalid("iat") from err
+    try:
+        nbf = int(payload["nbf"])
+    except ValueError as err:
+        raise Invalid("nbf") from err
+"""
+
+
+def test_what_one_handler_catches_is_carried_nowhere() -> None:
+    # Each handler catches what its own `try` body raises.
+    widened = ("ValueError", "(ValueError, TypeError)")
+    for line, old, new in ((3, *widened), (3, "ValueError", "LookupError")):
+        plan = prepare(renamed(PARSE, line, old, new))
+        assert plan is None or plan.draft_change is None, new
+    assert handler_change(
+        PARSE.replace(*widened, 1), "python", Edit(PARSE.index("ValueError"), *widened)
+    )
+    # The line's other parts are no handler's choice: the name it binds, a raise.
+    plan = prepare(renamed(PARSE, 3, "err", "error"))
+    assert plan is not None and 'raise Invalid("iat") from error' in plan.job.draft
+    plan = prepare(renamed(PARSE, 4, "Invalid", "Rejected"))
+    assert plan is not None and 'raise Rejected("nbf")' in plan.job.draft
