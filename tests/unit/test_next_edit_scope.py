@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from test_next_edit_occurrences import renamed
 
-from speculator.next_edit.core import prepare
 from speculator.edits import Edit
+from speculator.next_edit.core import prepare
 from speculator.next_edit.scope import handler_change, local_scope
 
 SCALE = """def scale(value, factor):
