@@ -2,6 +2,9 @@
 
 - an argument added to one call (`shlex.split(line)` -> `shlex.split(line,
   comments=True)`) is added to the other calls of the same function that lack it;
+  one added last without a name fills the same parameter only in calls with as
+  many arguments, none unpacked or named (`cmd_output('git', 'ls-files', '-z')` gaining
+  `'--deduplicate'` says nothing of `cmd_output(*diff_cmd, ref)`);
 - a parameter added with a name as its default (`timeout: float = TIMEOUT_S`)
   takes that name's place in the function's body: the body now reads the parameter.
 
@@ -19,9 +22,11 @@ from dataclasses import dataclass
 from ..edits import common_ends
 from .draft import word_pattern
 from .line_edits import indentation
+from .occurrences import nearby
 from .window import Hunk, line_of, line_starts
 
 _CALLEE = re.compile(r"[A-Za-z_][\w.]*$")
+_KEYWORD_ARGUMENT = re.compile(r"\s*(\w+)\s*=(?!=)")
 _DEF = re.compile(r"\s*(async\s+)?def\s")
 # `, name: type = DEFAULT` or `name=DEFAULT, ` inserted into a signature.
 _PARAMETER = re.compile(r",?\s*(\w+)\s*(?::[^=,]+)?=\s*([A-Za-z_][\w.]*)\s*,?\s*")
@@ -38,11 +43,19 @@ MAX_SCAN_CHARS = 300_000
 @dataclass(frozen=True)
 class ArgumentInsertion:
     """`text` inserted into a call of `callee`: after its `(` when `first`, else
-    before its `)`."""
+    before its `)`, where the call had `arguments`."""
 
     callee: str
     text: str
     first: bool
+    arguments: int = 0
+
+    @property
+    def positional_last(self) -> bool:
+        """An argument without a name, added after the others: its parameter is
+        the one at its position."""
+        done = self.text.strip(", ")
+        return not self.first and not _KEYWORD_ARGUMENT.match(done) and not done.startswith("*")
 
 
 @dataclass(frozen=True)
@@ -84,12 +97,12 @@ def argument_insertion(hunk: Hunk) -> ArgumentInsertion | None:
     if not re.search(r"\w", text) or len(text.strip()) < 2:
         return None
     if at > 0 and old[at - 1] == "(":
-        opening, first = at - 1, True
+        opening, first, arguments = at - 1, True, 0
     elif at < len(old) and old[at] == ")":
         found = _opening(old, at)
         if found is None:
             return None
-        opening, first = found, False
+        opening, first, arguments = found, False, len(_arguments(old[found + 1 : at]))
     else:
         return None
     callee = _CALLEE.search(old[:opening])
@@ -97,7 +110,7 @@ def argument_insertion(hunk: Hunk) -> ArgumentInsertion | None:
         return None
     if re.search(r"\b(def|class)\s+$", old[: callee.start()]):
         return None  # a signature: new_parameter's
-    return ArgumentInsertion(callee.group(), text, first)
+    return ArgumentInsertion(callee.group(), text, first, arguments)
 
 
 def new_parameter(hunk: Hunk) -> NewParameter | None:
@@ -194,16 +207,18 @@ def _with_argument(text: str, ins: ArgumentInsertion, focus: tuple[int, int]) ->
     """The lines where other calls of the callee get the inserted argument."""
     starts = line_starts(text)
     done = ins.text.strip(", ")
-    keyword_arg = re.match(r"\s*(\w+)\s*=", done)
+    keyword_arg = _KEYWORD_ARGUMENT.match(done)
     inserts: list[tuple[int, str]] = []
     for match in re.finditer(rf"(?<![\w.]){re.escape(ins.callee)}\s*\(", text):
         line = line_of(starts, match.start())
         opening = match.end() - 1
         closing = _closing(text, opening)
-        if focus[0] <= line < focus[1] or closing is None:
+        if not nearby(line, focus) or closing is None:
             continue
         args = text[opening + 1 : closing]
         if done in args or keyword_arg and re.search(rf"\b{keyword_arg[1]}\s*=", args):
+            continue
+        if ins.positional_last and not _same_slots(args, ins.arguments):
             continue
         if not args.strip():
             inserts.append((opening + 1, done))
@@ -218,6 +233,32 @@ def _with_argument(text: str, ins: ArgumentInsertion, focus: tuple[int, int]) ->
     return {
         i: new for i, (old, new) in enumerate(zip(old_lines, new_lines, strict=True)) if old != new
     }
+
+
+def _same_slots(args: str, count: int) -> bool:
+    """Are `args` `count` arguments, none unpacked (`*rest`) or named?"""
+    found = _arguments(args)
+    named = any(a.startswith("*") or _KEYWORD_ARGUMENT.match(a) for a in found)
+    return len(found) == count and not named
+
+
+def _arguments(args: str) -> list[str]:
+    """A call's arguments, split at its own commas (strings skipped roughly)."""
+    found, depth, quote, start = [], 0, "", 0
+    for i, char in enumerate(args):
+        if quote:
+            quote = "" if char == quote and args[i - 1] != "\\" else quote
+        elif char in "\"'":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            found.append(args[start:i].strip())
+            start = i + 1
+    found.append(args[start:].strip())
+    return [a for a in found if a]
 
 
 def _ends_block(line: str) -> bool:

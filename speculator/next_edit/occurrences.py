@@ -115,19 +115,19 @@ def occurrence_lines(
             if (whole or not sub.whole_line) and _carried_to(root, text, at, whole, in_code):
                 lines.add(line)
         if skip is not None:
-            lines = {line for line in lines if _nearby(line, skip)}
+            lines = {line for line in lines if nearby(line, skip)}
         if len(lines) <= MAX_TEXT_PLACES:
             found |= lines
     if scope is not None:
         found = {line for line in found if scope[0] <= line < scope[1]}
     found |= _line_edit_places(text, root, starts, hunk, skip, in_code)
     if skip is not None:
-        found = {line for line in found if _nearby(line, skip)}
+        found = {line for line in found if nearby(line, skip)}
         used -= set(range(*skip))
     return sorted(found | used)
 
 
-def _nearby(line: int, edited: tuple[int, int]) -> bool:
+def nearby(line: int, edited: tuple[int, int]) -> bool:
     """Is `line` outside the `edited` lines [a, b) and at most MAX_PLACE_LINES from them?"""
     first, end = edited
     return first - MAX_PLACE_LINES <= line < first or end <= line < end + MAX_PLACE_LINES

@@ -60,7 +60,7 @@ def test_an_argument_added_before_the_closing_parenthesis_is_read_with_its_funct
     found = argument_insertion(
         hunk("    x = shlex.split(line)", "    x = shlex.split(line, comments=True)")
     )
-    assert found == ArgumentInsertion("shlex.split", ", comments=True", first=False)
+    assert found == ArgumentInsertion("shlex.split", ", comments=True", first=False, arguments=1)
     first = argument_insertion(hunk("raise Error(text)", "raise Error(name, text)"))
     assert first == ArgumentInsertion("Error", "name, ", first=True)
 
@@ -91,6 +91,32 @@ def test_a_document_too_large_to_search_gets_nothing_carried() -> None:
         1: "f(c, comments=True)"
     }
     assert carried_lines(text, edit, (0, 1), "python") == {}
+
+
+def test_an_argument_added_last_without_a_name_fills_its_slot_only() -> None:
+    text = (
+        "cmd_output('git', 'ls-files', '-z')\n"
+        "cmd_output('git', 'ls-tree', '-r')\n"
+        "cmd_output('git', 'status')\n"
+        "cmd_output(*diff_cmd, ref)\n"
+        "cmd_output('git', 'diff', key=(1, 2))\n"
+    )
+    edit = hunk("cmd_output('git', 'ls-files', '-z')", "cmd_output('git', 'ls-files', '-z', '-t')")
+    # Only where it is the fourth argument, as in the call the user changed (after
+    # a named one it would not even parse).
+    assert carried_lines(text, edit, (0, 1), "python") == {
+        1: "cmd_output('git', 'ls-tree', '-r', '-t')"
+    }
+
+
+def test_calls_far_from_the_edit_are_left_for_later() -> None:
+    text = "f(a)\n" + "x = 1\n" * 40 + "f(c)\nf(d)\n"
+    edit = hunk("f(a)", "f(a, comments=True)")
+    assert carried_lines(text, edit, (0, 1), "python") == {}
+    near = "x = 1\n" * 10 + text
+    assert carried_lines(near, edit, (10, 11), "python") == {}
+    # 30 lines on each side count: `f(d)` below the edit, not `f(a)` 41 lines above.
+    assert carried_lines(text, edit, (41, 42), "python") == {42: "f(d, comments=True)"}
 
 
 def test_a_call_that_has_the_keyword_already_keeps_its_own_value() -> None:
@@ -133,7 +159,7 @@ def test_defaults_that_are_no_constant_or_outside_a_signature_are_not_carried() 
 
 
 def test_the_draft_carries_the_argument_and_the_window_follows_it() -> None:
-    lines = ["import shlex", *[f"x{i} = {i}" for i in range(60)], "y = shlex.split(b)", ""]
+    lines = ["import shlex", *[f"x{i} = {i}" for i in range(25)], "y = shlex.split(b)", ""]
     text = "\n".join(["import shlex", "a = shlex.split(a)", *lines[1:]])
     at = text.index("shlex.split(a)") + len("shlex.split(a")
     history = EditHistory()
