@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import keyword
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..edits import common_ends
@@ -186,21 +187,27 @@ def _opening(line: str, closing: int) -> int | None:
 
 def _closing(text: str, opening: int) -> int | None:
     """Where the `)` matching the `(` at `opening` is (strings skipped roughly)."""
+    stop = min(len(text), opening + MAX_CALL_CHARS)
+    for i, char, depth in _code_chars(text, opening, stop):
+        if char in ")]}" and depth == 0:
+            return i if char == ")" else None
+    return None
+
+
+def _code_chars(text: str, start: int, stop: int) -> Iterator[tuple[int, str, int]]:
+    """Each character of text[start:stop] outside strings (found roughly: no
+    prefixes, no triple quotes), with the depth of brackets after it."""
     depth, quote = 0, ""
-    for i in range(opening, min(len(text), opening + MAX_CALL_CHARS)):
+    for i in range(start, stop):
         char = text[i]
         if quote:
             if char == quote and text[i - 1] != "\\":
                 quote = ""
         elif char in "\"'":
             quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-            if depth == 0:
-                return i if char == ")" else None
-    return None
+        else:
+            depth += (char in "([{") - (char in ")]}")
+            yield i, char, depth
 
 
 def _with_argument(text: str, ins: ArgumentInsertion, focus: tuple[int, int]) -> dict[int, str]:
@@ -243,18 +250,10 @@ def _same_slots(args: str, count: int) -> bool:
 
 
 def _arguments(args: str) -> list[str]:
-    """A call's arguments, split at its own commas (strings skipped roughly)."""
-    found, depth, quote, start = [], 0, "", 0
-    for i, char in enumerate(args):
-        if quote:
-            quote = "" if char == quote and args[i - 1] != "\\" else quote
-        elif char in "\"'":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif char == "," and depth == 0:
+    """A call's arguments, split at its own commas."""
+    found, start = [], 0
+    for i, char, depth in _code_chars(args, 0, len(args)):
+        if char == "," and depth == 0:
             found.append(args[start:i].strip())
             start = i + 1
     found.append(args[start:].strip())
