@@ -215,6 +215,7 @@ def _with_argument(text: str, ins: ArgumentInsertion, focus: tuple[int, int]) ->
     starts = line_starts(text)
     done = ins.text.strip(", ")
     keyword_arg = _KEYWORD_ARGUMENT.match(done)
+    positional_last = ins.positional_last
     inserts: list[tuple[int, str]] = []
     for match in re.finditer(rf"(?<![\w.]){re.escape(ins.callee)}\s*\(", text):
         line = line_of(starts, match.start())
@@ -225,7 +226,7 @@ def _with_argument(text: str, ins: ArgumentInsertion, focus: tuple[int, int]) ->
         args = text[opening + 1 : closing]
         if done in args or keyword_arg and re.search(rf"\b{keyword_arg[1]}\s*=", args):
             continue
-        if ins.positional_last and not _same_slots(args, ins.arguments):
+        if positional_last and not _same_slots(args, ins.arguments):
             continue
         if not args.strip():
             inserts.append((opening + 1, done))

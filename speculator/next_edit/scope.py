@@ -121,7 +121,7 @@ def carried_within(
         return scope
     if annotation_swap(text, language_id, edit.start, edit.new_end, renames):
         return focus
-    return focus if handler_change(text, language_id, edit) else scope
+    return focus if handler_change(text, language_id, edit) else None
 
 
 def local_scope(
