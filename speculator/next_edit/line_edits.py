@@ -1,9 +1,10 @@
 """Lines inserted after a line, carried on: the same lines inserted after the other
 lines equal to it (`raise PluginValidationError(` given a new first argument),
 indented as each of them is. And text appended to a line (`  # pragma: no cover`
-after `except AttributeError:`), appended to the lines that begin and end with the
-same words as that line did (`except Exception:`), as is text added at its
-start (`# ` commenting it out, `await `); an `f` prefix, only to the strings that
+after `except AttributeError:`), appended to the lines built as that line was
+(`except Exception:`: the same tokens, bar names, numbers and strings); text added
+at its start (`# ` commenting it out, `await `), to the lines that begin and end
+with the same words as that line did; an `f` prefix, only to the strings that
 have a `{` to fill. A comment appended is carried only when
 a tool reads it (`# type: ignore[x]`): one written for people explains the line
 it was put on; `# pragma: no cover` is not carried into a block that it already
@@ -33,6 +34,9 @@ MAX_INSERTED_LINES = 8
 # not a change to repeat. At a line's start one character (`#`) is a change.
 MIN_APPENDED_CHARS = 2
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+# A line's build (_shape): string literals, then words (names, keywords, numbers).
+_STRING = re.compile(r"[rRbBuUfF]*(?:'(?:\\.|[^'\\])*'|\"(?:\\.|[^\"\\])*\")")
+_WORD = re.compile(r"\w+")
 _WORD_PAIR = re.compile(r"\w\w")
 # A string prefix that makes an f-string (`f"`, `rf'`): it fills the string's `{}`.
 _F_PREFIX = re.compile(r"[rRbB]?[fF][rRbB]?$")
@@ -96,12 +100,13 @@ def carry_insertion(lines: list[str], ins: Insertion, skip: tuple[int, int] | No
 @dataclass(frozen=True)
 class Added:
     """Text a hunk added at one end of one line (after its indentation, or at its
-    end), and that line's first and last tokens before it."""
+    end), and that line's first and last tokens and its shape (_shape) before it."""
 
     first: str
     last: str
     text: str
     at_start: bool
+    shape: str
 
 
 def added(hunk: Hunk) -> Added | None:
@@ -115,11 +120,12 @@ def added(hunk: Hunk) -> Added | None:
         return None
     if new.startswith(old) and len(new[len(old) :].strip()) >= MIN_APPENDED_CHARS:
         text = new[len(old) :]
-        return None if _glued(old, text) or remark(text) else Added(*ends, text, False)
+        glued = _glued(old, text) or remark(text)
+        return None if glued else Added(*ends, text, False, _shape(old))
     body, new_body = old.lstrip(), new.lstrip()
     if new.startswith(indentation(old)) and new_body.endswith(body) and new_body != body:
         text = new_body[: -len(body)]
-        return None if _glued(text, body) else Added(*ends, text, True)
+        return None if _glued(text, body) else Added(*ends, text, True, _shape(old))
     return None
 
 
@@ -136,7 +142,11 @@ def _glued(left: str, right: str) -> bool:
 
 def added_twins(lines: list[str], add: Added, skip: tuple[int, int] | None) -> list[int]:
     """Indexes of the lines outside `skip` [a, b) that begin and end as the edited
-    line did (none when more than MAX_ANCHOR_PLACES do)."""
+    line did (none when more than MAX_ANCHOR_PLACES do), and for text appended at
+    the end, are built as it was. What is appended speaks of what the line does: a
+    finding silenced (`# noqa: UP036` on `if sys.version_info < (3, 10):`) is not
+    one on a line that only begins and ends alike (`if sys.version_info < (3, 13)
+    and ...:`), nor is an item added to a list's last line one for its other lines."""
     at = [
         i
         for i, line in enumerate(lines)
@@ -145,7 +155,9 @@ def added_twins(lines: list[str], add: Added, skip: tuple[int, int] | None) -> l
         and _fills(line, add)
         and not (_NO_COVER.search(add.text) and in_excluded_block(lines, i))
     ]
-    return at if len(at) <= MAX_ANCHOR_PLACES else []
+    if len(at) > MAX_ANCHOR_PLACES:
+        return []
+    return [i for i in at if add.at_start or _shape(lines[i]) == add.shape]
 
 
 def _fills(line: str, add: Added) -> bool:
@@ -186,6 +198,14 @@ def _with_text(line: str, add: Added) -> str:
 
 def _outside(i: int, skip: tuple[int, int] | None) -> bool:
     return skip is None or not skip[0] <= i < skip[1]
+
+
+def _shape(line: str) -> str:
+    """How the line is built: its tokens with each string literal as `$` and each
+    word (a name, a keyword, a number) as `w`. `assert isinstance(claims, dict)` and
+    `assert isinstance(endpoint, BaseEndpoint)` are built alike."""
+    code = _WORD.sub("w", _STRING.sub("$", line.strip()))
+    return " ".join(_TOKEN.findall(code))
 
 
 def _ends(line: str) -> tuple[str, str] | None:

@@ -1,5 +1,5 @@
 """Lines inserted after a line are carried after the other lines equal to it, and
-text appended to a line to the lines that begin and end as it did
+text appended to a line to the lines built as it was
 (speculator/next_edit/line_edits.py), through the whole request on the fake engine."""
 
 from __future__ import annotations
@@ -210,3 +210,29 @@ def test_a_tool_directive_appended_is_an_addition_and_prose_is_not() -> None:
     assert appended("  // eslint-disable-line no-console")
     for remark in ("  # Falls back to g", "  # see issue 12 for why", "  // Keep in sync"):
         assert not appended(remark), remark
+
+
+def test_an_appended_directive_goes_only_to_lines_built_alike() -> None:
+    old = "    assert isinstance(claims, dict)"
+    app = added(Hunk("m.py", 0, [old], [old + "  # noqa: S101"], [], []))
+    assert app is not None
+    lines = [
+        "    for e in ends:",
+        "        assert isinstance(e, End)",
+        "    assert not isinstance(e, A)",
+    ]
+    carried = carry_added(lines, app, None)
+    assert carried == [lines[0], lines[1] + "  # noqa: S101", lines[2]]  # other names alone
+    # An outdated version check silenced: a longer check is not outdated for it.
+    code = 'if sys.version_info < (3, 10):\n    raise ImportError("3.10")\n\n'
+    code += 'if sys.version_info < (3, 13) and sys.platform not in ("a", "b"):\n    f()\n'
+    at = code.index("):") + 2
+    noqa = "  # noqa: UP036"
+    assert proposed(inserted(code, at, noqa)).count(noqa) == 1
+
+
+def test_items_added_to_a_lists_last_line_are_not_added_to_its_others() -> None:
+    code = "shapes = (\n    'use', 'byte', 'short',\n    'blob', 'string',\n    'timestamp',\n)\n"
+    at = code.index("'timestamp',") + len("'timestamp',")
+    items = " 'enum', 'intEnum',  # IDL 2.0 shapes"
+    assert proposed(inserted(code, at, items)).count("'enum'") == 1
