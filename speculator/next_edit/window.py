@@ -6,7 +6,7 @@ Offsets are Python string offsets into the document's current text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import overload
 
 from ..edits import Edit, snapshots
@@ -20,6 +20,12 @@ LINES_BELOW = 8
 DIFF_CONTEXT = 2
 # The most lines of one side of an edit shown in a prompt.
 MAX_HUNK_LINES = 24
+
+# A draft-only model scores the draft's change reading only this many lines above
+# and below it (the full window only finds the change). On the dev tasks that
+# ask, new prompt tokens fell by 30% (mean 290 -> 204) with the same proposals
+# right (9) and wrong (4); 3 lines scored the same and proposed one more wrong.
+SCORE_CONTEXT_LINES = 2
 
 
 @dataclass(frozen=True)
@@ -131,6 +137,17 @@ def choose_window(
         cursor=min(max(cursor - start_offset, 0), end_offset - start_offset),
         at_end_of_file=end_offset >= len(text),
     )
+
+
+def scoring_window(text: str, lines: tuple[int, int], cursor: int) -> Window:
+    """The lines a draft-only model reads to score a change on document `lines`
+    [a, b): those and SCORE_CONTEXT_LINES around them, the user's `cursor` marked if
+    it lies among them. Not marked elsewhere: a marker at an import's place held the
+    model to the text there (confidence 0.002 against 0.62 without it)."""
+    at = line_starts(text)[lines[0]]
+    scored = choose_window(text, at, lines, SCORE_CONTEXT_LINES, SCORE_CONTEXT_LINES)
+    inside = scored.start <= cursor <= scored.end
+    return replace(scored, cursor=cursor - scored.start if inside else None)
 
 
 def hunk_of(before_text: str, edit: Edit, path: str, context: int = DIFF_CONTEXT) -> Hunk:

@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 from speculator.edits import Edit, EditHistory
-from speculator.next_edit.core import SCORE_CONTEXT_LINES, NextEditRequest, prepare
+from speculator.next_edit.core import NextEditRequest, prepare
 from speculator.next_edit.occurrences import (
     MAX_PLACE_LINES,
     occurrence_lines,
     removed_names,
     target_window,
 )
-from speculator.next_edit.window import Hunk, choose_window
+from speculator.next_edit.window import SCORE_CONTEXT_LINES, Hunk, choose_window
 
 
 def document(lines: dict[int, str], total: int = 100) -> str:

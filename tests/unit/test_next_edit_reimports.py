@@ -70,3 +70,22 @@ def test_the_draft_takes_the_old_import_out() -> None:
     assert edit.apply(after) == after.replace(
         "from typing import Callable, Sequence, TypeVar", "from typing import TypeVar"
     )
+
+
+def test_imports_moved_below_are_taken_out_above_not_pasted_again() -> None:
+    # The lines scored are cut out of the window: cut above the pasted copy, the
+    # draft would read as `import hashlib`/`import json` inserted at the top.
+    text = "import os\nimport json\nimport hashlib\n\nfrom pkg import utils\n\n"
+    text += "utils.run(os, json, hashlib)\n"
+    pasted = "import json\nimport os\n"
+    at = text.index("\n\nfrom pkg") + 1
+    history = EditHistory()
+    history.record("u", at, "", pasted)
+    after = text[:at] + pasted + text[at:]
+    request = NextEditRequest(
+        text=after, cursor=at + len(pasted) - 1, edits=history.edits("u"), path="m.py"
+    )
+    plan = prepare(request)
+    assert plan is not None and plan.draft_change is not None
+    moved = plan.draft_change.edit.apply(after)
+    assert moved.startswith("import hashlib\nimport json\nimport os\n\nfrom pkg import utils\n")
