@@ -1,10 +1,13 @@
 """The linter's next fix, carried on (Python, with ruff).
 
-When the user's last edit made exactly the change that one of ruff's safe fixes
+When the user's last edit made exactly the change that one of ruff's fixes
 makes (`typing.Optional[int]` -> `int | None`, `class A(object):` -> `class A:`,
 `t.List[str]` -> `list[str]`), they are applying that rule by hand: the draft
 makes the same rule's nearest other fix, and the fixes of that rule on the lines
-next to it (a run of annotations is one edit). An import that the edit left
+next to it (a run of annotations is one edit). A fix ruff calls unsafe (it may
+change what the code does at the edges: `"%s" % x` -> `"{}".format(x)`) is
+followed only for the rule the user applied: having made it by hand, they
+accept it. An import that the edit left
 unused (its last use renamed away) is removed, wherever it stands.
 
 The fix is ruff's, never guessed, and the model still scores it against the bar.
@@ -35,9 +38,13 @@ log = logging.getLogger(__name__)
 
 # Rules whose fixes are mechanical, so one made by hand says the next is wanted:
 # pyupgrade (UP), comprehensions (C4), needless code (PIE), simplifications (SIM)
-# and comparisons (E711-E714). F401 (unused import) is only followed when the
-# user's edit made the import unused.
-FOLLOWED_RULES = ("UP", "C4", "PIE", "SIM", "E711", "E712", "E713", "E714")
+# comparisons (E711-E714) and branches needlessly nested after a return, raise,
+# continue or break (RET505-RET508: `elif` -> `if`). F401 (unused import) is only
+# followed when the user's edit made the import unused.
+FOLLOWED_RULES = (
+    *("UP", "C4", "PIE", "SIM", "E711", "E712", "E713", "E714"),
+    *("RET505", "RET506", "RET507", "RET508"),
+)
 UNUSED_IMPORT = "F401"
 # The newest Python this ruff knows: a user applying a rule by hand shows that the
 # code takes it. From 3.14 annotations are deferred, so quotes removed from one
@@ -52,6 +59,9 @@ MAX_FIX_ROUNDS = 8
 # Families whose rules modernize a line together: a person writing `list[str]` for
 # `t.List[str]` by hand writes `X | None` for `Optional[X]` beside it (pyupgrade).
 FAMILY_RULES = ("UP",)
+# Rules whose fixes are one fix, followed as one rule: a branch needlessly nested
+# after a return, raise, continue or break (`elif` -> `if`).
+ONE_FIX = {"RET506": "RET505", "RET507": "RET505", "RET508": "RET505"}
 MAX_LINT_CHARS = 300_000
 
 # Lines of the document rewritten: a line's new text (it may hold several lines),
@@ -66,6 +76,7 @@ class Fix:
     first_line: int  # 0-based lines the fix touches, inclusive
     last_line: int
     edits: tuple[tuple[int, int, str], ...]  # (start offset, end offset, new text)
+    safe: bool  # ruff's applicability: safe, or unsafe
 
 
 def lint_fix_lines(
@@ -92,21 +103,22 @@ def lint_fix_lines(
     rules = applied_rules(before, text, replaced, old)
     rules = rules or _family_applied(before, text, replaced, old, name)
     declined = {f.rule for f in old if f.first_line in replaced} - rules
-    fixes = [f for f in new if not _touches(f, focus)]
+    fixes = [f for f in new if not _touches(f, focus) and (f.safe or f.rule in rules)]
     followed = [f for f in fixes if f.rule in rules and _near(f, focus)]
-    followed += _newly_unused(old, fixes, name, renamed, text)
+    followed += _newly_unused(old, [f for f in fixes if f.safe], name, renamed, text)
     if not followed:
         return {}
     first = min(followed, key=lambda f: (_distance(f, focus), f.first_line))
     lines = _run_lines(first, [f for f in followed if f.rule == first.rule])
     select, left_out = _with_family(first.rule, declined)
-    fixed = fixed_by(text, name, lines, select, left_out)
+    fixed = fixed_by(text, name, lines, select, left_out, unsafe=rules)
     log.info("next edit: following ruff %s (%s)", first.rule, first.message)
     return line_rewrites(text, fixed)
 
 
 def lint(text: str, name: str, rules: Sequence[str] | None = None) -> list[Fix] | None:
-    """ruff's safe fixes for `text` (a file called `name`); None: ruff could not say."""
+    """ruff's fixes for `text` (a file called `name`), safe and unsafe; None: ruff
+    could not say."""
     found = ruff_findings(text, name, rules or (*FOLLOWED_RULES, UNUSED_IMPORT))
     if found is None:
         return None
@@ -145,7 +157,7 @@ def ruff_findings(text: str, name: str, rules: Sequence[str]) -> list[object] | 
 
 
 def applied_rules(before: str, after: str, changed: Iterable[int], fixes: list[Fix]) -> set[str]:
-    """The rules whose safe fixes on the `changed` lines of `before`, made there,
+    """The rules whose fixes on the `changed` lines of `before`, made there,
     give what the user wrote (`after`): every line they write is one of the
     user's, or they are all the user changed."""
     lines = set(changed)
@@ -164,13 +176,15 @@ def _family_applied(
     before: str, after: str, changed: range, fixes: list[Fix], name: str
 ) -> set[str]:
     """The rules of a family (FAMILY_RULES) whose fixes on the `changed` lines,
-    made together, give what the user wrote (`t.Optional[t.List[str]]` ->
-    `list[str] | None`: neither rule alone does)."""
+    made together and one after another, give what the user wrote
+    (`t.Optional[t.List[str]]` -> `list[str] | None`: neither rule alone does;
+    `"%s" % x` -> `f"{x}"`: UP031's `.format` that UP032 makes an f-string)."""
     for family in FAMILY_RULES:
         rules = {f.rule for f in fixes if f.first_line in changed and f.rule.startswith(family)}
-        if len(rules) < 2:
+        if not rules:
             continue
-        fixed = fixed_by(before, name, (changed.start, changed.stop - 1), family)
+        lines = (changed.start, changed.stop - 1)
+        fixed = fixed_by(before, name, lines, family, unsafe=rules)
         if _made_by(before, fixed, after):
             return rules
     return set()
@@ -220,19 +234,31 @@ def _with_family(rule: str, declined: set[str]) -> tuple[str, set[str]]:
     left undone on their own lines."""
     family = next((f for f in FAMILY_RULES if rule.startswith(f)), None)
     if family is None:
-        return rule, set()
+        return ",".join([rule, *(code for code, same in ONE_FIX.items() if same == rule)]), set()
     return family, declined
 
 
 def fixed_by(
-    text: str, name: str, lines: tuple[int, int], select: str, left_out: Collection[str] = ()
+    text: str,
+    name: str,
+    lines: tuple[int, int],
+    select: str,
+    left_out: Collection[str] = (),
+    unsafe: Collection[str] = (),
 ) -> str:
-    """`text` with the fixes of the rules ruff's `select` names, bar `left_out`, made
-    on `lines`, asking ruff again after each."""
+    """`text` with the safe fixes of the rules ruff's `select` names, bar `left_out`,
+    and the unsafe ones of the `unsafe` rules, made on `lines`, asking ruff again
+    after each."""
     first, last = lines
     for _ in range(MAX_FIX_ROUNDS):
         found = lint(text, name, [select]) or []
-        here = [f for f in found if first <= f.first_line <= last and f.rule not in left_out]
+        here = [
+            f
+            for f in found
+            if first <= f.first_line <= last
+            and f.rule not in left_out
+            and (f.safe or f.rule in unsafe)
+        ]
         if not here:
             break
         fixed = apply_edits(text, here[0].edits)
@@ -276,11 +302,15 @@ def _run_lines(first: Fix, same_rule: list[Fix]) -> tuple[int, int]:
 
 
 def _fix(found: object, starts: list[int]) -> Fix | None:
-    """One ruff diagnostic as a Fix, if it has a safe fix."""
+    """One ruff diagnostic as a Fix, if it has a fix to apply (safe or unsafe, not
+    one ruff only displays)."""
     if not isinstance(found, dict):
         return None
     fix = found.get("fix")
-    if not isinstance(fix, dict) or fix.get("applicability") != "safe" or not fix.get("edits"):
+    if not isinstance(fix, dict) or not fix.get("edits"):
+        return None
+    applicability = fix.get("applicability")
+    if applicability not in ("safe", "unsafe"):
         return None
     try:
         edits = tuple(
@@ -295,7 +325,9 @@ def _fix(found: object, starts: list[int]) -> Fix | None:
     if max(e[1] for e in edits) == starts[min(last, len(starts) - 1)]:
         last -= 1  # a fix that ends at a line's start (a line deleted) ends on the line above
     code, message = str(found.get("code")), str(found.get("message"))
-    return Fix(code, message, min(rows) - 1, max(last, min(rows) - 1), edits)
+    code = ONE_FIX.get(code, code)
+    first = min(rows) - 1
+    return Fix(code, message, first, max(last, first), edits, applicability == "safe")
 
 
 def _offset(starts: list[int], location: dict[str, int]) -> int:

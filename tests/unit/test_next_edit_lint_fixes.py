@@ -231,3 +231,54 @@ def test_a_deleted_line_leaves_the_other_rules_counting_lines_as_they_are() -> N
     hunk = Hunk("m.py", 1, ["x = old"], ["x = new"], [], [])
     draft = draft_window(window, hunk, (1, 2), {0: None})
     assert draft == "x = new\ny = new"
+
+
+PERCENT = """\
+def describe(name, pattern, count):
+    title = "%s (pattern: %r)" % (name, pattern)
+    total = "%s routes" % (count,)
+    return title, total
+"""
+
+
+def test_a_percent_format_made_an_f_string_by_hand_is_made_one_on_the_next_line() -> None:
+    # ruff calls UP031's fix unsafe; the user made it by hand, so it is followed, and
+    # UP032 makes the `.format` it writes an f-string, as the user wrote.
+    after = PERCENT.replace(
+        '"%s (pattern: %r)" % (name, pattern)', 'f"{name} (pattern: {pattern!r})"'
+    )
+    rewrites = lint_fix_lines(PERCENT, after, edit_between(PERCENT, after), "m.py", "python")
+    assert rewrites == {2: '    total = f"{count} routes"'}
+
+
+def test_an_unsafe_fix_of_a_rule_the_user_did_not_apply_is_not_followed() -> None:
+    text = (
+        "import typing\n\n\n"
+        + PERCENT
+        + "\nvalue: typing.Optional[int] = None\nother: typing.Optional[str] = None\n"
+    )
+    after = text.replace("value: typing.Optional[int]", "value: int | None")
+    rewrites = lint_fix_lines(text, after, edit_between(text, after), "m.py", "python")
+    assert rewrites == {9: "other: str | None = None"}
+
+
+JUMPS = """\
+def parse(value):
+    if value is None:
+        return None
+    elif isinstance(value, str):
+        if not value:
+            raise ValueError("empty")
+        return value.strip()
+    elif isinstance(value, bytes):
+        raise TypeError("bytes")
+    elif isinstance(value, int):
+        return str(value)
+"""
+
+
+def test_an_elif_after_a_return_made_an_if_makes_the_next_one_after_a_raise_too() -> None:
+    # RET505 (after a return) and RET506 (after a raise) are one fix, followed as one.
+    after = JUMPS.replace("    elif isinstance(value, str):", "    if isinstance(value, str):")
+    rewrites = lint_fix_lines(JUMPS, after, edit_between(JUMPS, after), "m.py", "python")
+    assert rewrites == {7: "    if isinstance(value, bytes):"}
