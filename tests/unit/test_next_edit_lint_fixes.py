@@ -282,3 +282,20 @@ def test_an_elif_after_a_return_made_an_if_makes_the_next_one_after_a_raise_too(
     after = JUMPS.replace("    elif isinstance(value, str):", "    if isinstance(value, str):")
     rewrites = lint_fix_lines(JUMPS, after, edit_between(JUMPS, after), "m.py", "python")
     assert rewrites == {7: "    if isinstance(value, bytes):"}
+
+
+CALLS = """\
+def report(path, config, filename):
+    warn(
+        f"The specified config file does not exist: {config}"
+    )
+    warn(
+        f"The specified config file does not exist: {filename}"
+    )
+"""
+
+
+def test_a_trailing_comma_added_by_hand_is_added_to_the_next_call() -> None:
+    after = CALLS.replace('exist: {config}"', 'exist: {config}",')
+    rewrites = lint_fix_lines(CALLS, after, edit_between(CALLS, after), "m.py", "python")
+    assert rewrites == {5: '        f"The specified config file does not exist: {filename}",'}
