@@ -232,8 +232,9 @@ def line_rewrites(text: str, fixed: str) -> LineRewrites:
 
 def _with_family(rule: str, declined: set[str]) -> tuple[str, set[str]]:
     """What to fix on the lines followed, as ruff's selection and the rules left
-    out: `rule`, or its family (FAMILY_RULES) bar the rules whose fixes the user
-    left undone on their own lines."""
+    out: `rule` (with the codes that make the same fix, ONE_FIX), or its family
+    (FAMILY_RULES) bar the rules whose fixes the user left undone on their own
+    lines."""
     family = next((f for f in FAMILY_RULES if rule.startswith(f)), None)
     if family is None:
         return ",".join([rule, *(code for code, same in ONE_FIX.items() if same == rule)]), set()
