@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from speculator.edits import Edit, EditHistory
 from speculator.next_edit.core import NextEditRequest, prepare
+from speculator.next_edit.proposal import TextEdit
 from speculator.next_edit.reimports import reimport_lines
 
 USES = "\n\ndef run(f: Callable, items: Sequence) -> TypeVar:\n    return f(items)\n"
@@ -54,19 +55,23 @@ def test_only_a_redefinition_the_edit_made_between_imports_is_followed() -> None
     assert reimport_lines(text, text, Edit(0, "", ""), "m.js", "javascript") == {}
 
 
-def test_the_draft_takes_the_old_import_out() -> None:
-    text = "import os\nfrom typing import Callable, Sequence, TypeVar\n" + USES
-    line = "from collections.abc import Callable, Sequence\n"
-    at = text.index("from typing")
+def drafted_after_typing(text: str, at: int, lines: str) -> tuple[str, TextEdit]:
+    """`text` with `lines` typed at `at`, and the draft change the next edit makes."""
     history = EditHistory()
-    history.record("u", at, "", line)
-    after = text[:at] + line + text[at:]
+    history.record("u", at, "", lines)
+    after = text[:at] + lines + text[at:]
     request = NextEditRequest(
-        text=after, cursor=at + len(line) - 1, edits=history.edits("u"), path="m.py"
+        text=after, cursor=at + len(lines) - 1, edits=history.edits("u"), path="m.py"
     )
     plan = prepare(request)
     assert plan is not None and plan.draft_change is not None
-    edit = plan.draft_change.edit
+    return after, plan.draft_change.edit
+
+
+def test_the_draft_takes_the_old_import_out() -> None:
+    text = "import os\nfrom typing import Callable, Sequence, TypeVar\n" + USES
+    line = "from collections.abc import Callable, Sequence\n"
+    after, edit = drafted_after_typing(text, text.index("from typing"), line)
     assert edit.apply(after) == after.replace(
         "from typing import Callable, Sequence, TypeVar", "from typing import TypeVar"
     )
@@ -78,14 +83,6 @@ def test_imports_moved_below_are_taken_out_above_not_pasted_again() -> None:
     text = "import os\nimport json\nimport hashlib\n\nfrom pkg import utils\n\n"
     text += "utils.run(os, json, hashlib)\n"
     pasted = "import json\nimport os\n"
-    at = text.index("\n\nfrom pkg") + 1
-    history = EditHistory()
-    history.record("u", at, "", pasted)
-    after = text[:at] + pasted + text[at:]
-    request = NextEditRequest(
-        text=after, cursor=at + len(pasted) - 1, edits=history.edits("u"), path="m.py"
-    )
-    plan = prepare(request)
-    assert plan is not None and plan.draft_change is not None
-    moved = plan.draft_change.edit.apply(after)
+    after, edit = drafted_after_typing(text, text.index("\n\nfrom pkg") + 1, pasted)
+    moved = edit.apply(after)
     assert moved.startswith("import hashlib\nimport json\nimport os\n\nfrom pkg import utils\n")
