@@ -5,8 +5,9 @@ the same in the next function or at module level: `def scale(value, factor)`
 renamed to `amount` says nothing of the global `value` below it, and renaming that
 one would change what the code means. So a rename of a name that a function
 around the edit binds (a parameter of it, or a target it assigns) is carried only
-inside that function, as an editor's rename of a local is. A name the function
-does not bind (a global, an import, a name declared `global` there) is carried
+inside that function, as an editor's rename of a local is, though not to the
+function's own name (`def total(self)` around a local `total`: a name of the
+scope outside). A name the function does not bind (a global, an import, a name declared `global` there) is carried
 as before.
 
 A type swapped in one declaration's annotation (`salt: _t_str_bytes` ->
@@ -140,9 +141,21 @@ def local_scope(
     node: tree_sitter.Node | None = root.descendant_for_byte_range(offset, offset)
     while node is not None:
         if node.type in FUNCTIONS and all(_binds(node, pair) for pair in renames):
-            return node.start_point.row, node.end_point.row + 1
+            return _body_rows(node, renames)
         node = node.parent
     return None
+
+
+def _body_rows(function: tree_sitter.Node, renames: list[tuple[str, str]]) -> tuple[int, int]:
+    """The rows [first, end) of `function`, from the row after its own name where
+    that is a name renamed: `def total(self)` binds `total` outside the function,
+    another variable than the local `total` renamed inside it."""
+    first = function.start_point.row
+    name = function.child_by_field_name("name")
+    spelled = {word for pair in renames for word in pair}
+    if name is not None and (name.text or b"").decode() in spelled:
+        first = name.end_point.row + 1
+    return first, function.end_point.row + 1
 
 
 def _binds(function: tree_sitter.Node, names: tuple[str, str]) -> bool:

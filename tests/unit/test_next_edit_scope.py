@@ -35,6 +35,15 @@ def test_a_parameter_renamed_is_carried_inside_its_function_only() -> None:
     assert local_scope(request.text, "python", request.cursor, [("value", "amount")]) == (0, 3)
 
 
+def test_a_local_named_as_its_function_is_not_renamed_in_the_functions_name() -> None:
+    text = "class Cart:\n    def total(self):\n        total = 0\n"
+    text += "        for price in self.prices:\n            total += price\n        return total\n"
+    plan = prepare(renamed(text, 2, "total", "amount"))
+    assert plan is not None and plan.draft_change is not None
+    assert "def total(self)" in plan.job.draft and "return amount" in plan.job.draft
+    assert plan.draft_change.edit.new_text.startswith("amount += price")
+
+
 def test_the_same_parameter_in_the_next_function_is_another_variable() -> None:
     text = "def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n"
     plan = prepare(renamed(text, 0, "w", "wide"))
