@@ -29,8 +29,8 @@ import difflib
 import keyword
 import re
 from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, replace
 
 from ..edits import common_ends
 from .line_edits import (
@@ -298,6 +298,7 @@ def draft_window(
     skip_lines: tuple[int, int] | None,
     rewrites: Mapping[int, str | None] | None = None,
     scope: tuple[int, int] | None = None,
+    fields: Collection[str] = (),
     renames: bool = True,
 ) -> str:
     """The window with the last edit's substitutions, and the lines it inserted
@@ -305,7 +306,9 @@ def draft_window(
     anew by call_edits.py (an argument or a parameter carried on), lint_fixes.py
     (None: a line deleted) or across.py (a rename made in another file; `hunk`
     None: nothing else is carried); `scope`: the
-    window lines a renamed local's substitutions are confined to (scope.py); not
+    window lines a renamed local's substitutions are confined to (scope.py);
+    `fields`: names renamed where they are declared as fields, renamed only as
+    attributes (fields.py); not
     `renames`: the draft without the renamed words (is a change a rename's?)."""
     if rewrites:
         # A deleted line stays as a marker until the end, so that `skip_lines` and
@@ -315,6 +318,7 @@ def draft_window(
         window = "\n".join(_DELETED if line is None else line for line in written)
     if hunk is not None:
         subs = [sub for sub in substitutions(hunk) if renames or not sub.whole_word]
+        subs = [replace(s, member=True) if s.whole_word and s.old in fields else s for s in subs]
         lines = apply_substitutions(window, subs, skip_lines, scope).split("\n")
         ins, add = insertion(hunk), added(hunk)  # at most one of them
         if ins is not None:

@@ -29,6 +29,7 @@ and the next edit was never that.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 import tree_sitter
 
@@ -113,10 +114,15 @@ def carried_within(
     edit: Edit,
     renames: list[tuple[str, str]],
     focus: tuple[int, int] | None,
+    fields: Collection[str] = (),
 ) -> tuple[int, int] | None:
     """The lines [first, end) the last `edit` (made on the lines `focus`) is carried
     within: a renamed local's function; `focus` alone for a choice made for one
-    declaration or one handler; None: anywhere."""
+    declaration or one handler; None: anywhere, as a renamed field (`fields`,
+    fields.py) is: read as an attribute anywhere, it is no local nor a type swapped
+    (a Go struct's fields stand in a type)."""
+    if fields:
+        return None
     scope = local_scope(text, language_id, edit.start, renames)
     if scope is not None:
         return scope

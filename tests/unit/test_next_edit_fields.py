@@ -1,0 +1,110 @@
+"""A field renamed where it is declared is carried to the attributes that read it,
+not to plain names spelled the same (speculator/next_edit/fields.py)."""
+
+from __future__ import annotations
+
+from speculator.edits import EditHistory
+from speculator.next_edit.core import NextEditRequest, prepare
+from speculator.next_edit.fields import renamed_fields
+
+ITEM_PY = """from dataclasses import dataclass
+
+
+@dataclass
+class Item:
+    name: str
+    price: float
+
+
+def total(items):
+    return sum(item.price for item in items)
+
+
+def add(items, name, price):
+    items.append(Item(name, price))
+"""
+
+ITEM_TS = """export interface Item {
+  name: string;
+  price: number;
+}
+
+export function total(items: Item[]): number {
+  let sum = 0;
+  for (const item of items) {
+    sum += item.price;
+  }
+  return sum;
+}
+"""
+
+ITEM_GO = """package shop
+
+type Item struct {
+	Name  string
+	Price float64
+}
+
+func Total(items []Item) float64 {
+	sum := 0.0
+	for _, it := range items {
+		sum += it.Price
+	}
+	return sum
+}
+"""
+
+
+def renamed_at(text: str, line: int, old: str, new: str, language: str) -> NextEditRequest:
+    at = sum(len(row) + 1 for row in text.split("\n")[:line]) + text.split("\n")[line].index(old)
+    history = EditHistory()
+    history.record("u", at, old, new)
+    return NextEditRequest(
+        text=text[:at] + new + text[at + len(old) :],
+        cursor=at + len(new),
+        edits=history.edits("u"),
+        path=f"shop.{ {'python': 'py', 'typescript': 'ts', 'go': 'go'}[language] }",
+        language_id=language,
+    )
+
+
+def drafted(request: NextEditRequest) -> str:
+    plan = prepare(request)
+    assert plan is not None and plan.draft_change is not None
+    return plan.job.draft
+
+
+def test_a_dataclass_field_renamed_is_renamed_where_it_is_read() -> None:
+    draft = drafted(renamed_at(ITEM_PY, 6, "price", "cost", "python"))
+    assert "sum(item.cost for item in items)" in draft
+
+
+def test_a_plain_name_spelled_as_the_field_is_another_variable() -> None:
+    request = renamed_at(ITEM_PY, 6, "price", "cost", "python")
+    plan = prepare(request)
+    assert plan is not None
+    text = request.text
+    # The window reaches the attribute; the parameter `price` below stays.
+    assert "def add(items, name, price)" in text
+    assert "Item(name, cost)" not in plan.job.draft
+
+
+def test_a_typescript_property_and_a_go_field_renamed_too() -> None:
+    ts = drafted(renamed_at(ITEM_TS, 2, "price", "cost", "typescript"))
+    assert "sum += item.cost;" in ts
+    go = drafted(renamed_at(ITEM_GO, 4, "Price", "Cost", "go"))
+    assert "sum += it.Cost" in go
+
+
+def test_only_a_declaration_in_a_class_body_is_a_field() -> None:
+    local = "class Cart:\n    def total(self):\n        price = 0\n        return price\n"
+    request = renamed_at(local, 2, "price", "cost", "python")
+    last = request.edits[-1]
+    assert renamed_fields(request.text, "python", last, [("price", "cost")]) == frozenset()
+    assert "return cost" in drafted(request)  # a local: renamed as a plain name
+    attribute = "class Color:\n    RED = 1\n\n\nprint(Color.RED)\n"
+    request = renamed_at(attribute, 1, "RED", "CRIMSON", "python")
+    assert renamed_fields(request.text, "python", request.edits[-1], [("RED", "CRIMSON")]) == {
+        "RED"
+    }
+    assert "print(Color.CRIMSON)" in drafted(request)
