@@ -22,9 +22,9 @@ from .across import imports_from, renamed_lines
 from .call_edits import carried_lines
 from .draft import BUILTINS, draft_window, is_imported, renames
 from .exports import export_lines
-from .fields import as_attributes, renamed_fields
 from .imports import ImportSources, import_lines
 from .lint_fixes import LineRewrites, lint_fix_lines
+from .members import as_attributes, renamed_members
 from .occurrences import occurrence_lines, removed_names, target_window
 from .parses import breaks_syntax
 from .prompts import (
@@ -230,7 +230,7 @@ class Carried(NamedTuple):
     places: list[int]
     rewrites: LineRewrites  # a line's new text, None: deleted
     scope: tuple[int, int] | None = None  # lines of the function a renamed local lives in
-    fields: frozenset[str] = frozenset()  # fields renamed: carried to attributes only
+    members: frozenset[str] = frozenset()  # members renamed: carried to attributes only
 
 
 class Drafted(NamedTuple):
@@ -276,9 +276,9 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     before = last.undo(request.text)
     names = removed_names(before, request.text, last, request.language_id)
     renamed = renames(hunk)
-    fields = renamed_fields(request.text, request.language_id, last, renamed)
-    names = as_attributes(names, fields)
-    scope = carried_within(request.text, request.language_id, last, renamed, focus, fields)
+    members = renamed_members(request.text, request.language_id, last, renamed)
+    names = as_attributes(names, members)
+    scope = carried_within(request.text, request.language_id, last, renamed, focus, members)
     places = occurrence_lines(request.text, request.language_id, names, hunk, focus, scope)
     edit = (focus, last.old) if focus is not None else None
     rewrites: dict[int, str | None] = dict(
@@ -292,7 +292,7 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     # `list`) or imported already: then the old import is removed.
     kept = [a for a, b in renamed if b not in BUILTINS and not is_imported(request.text, b)]
     fixes = lint_fix_lines(before, request.text, last, request.path, request.language_id, kept)
-    return Carried(focus, hunk, places, {**fixes, **rewrites}, scope, fields)
+    return Carried(focus, hunk, places, {**fixes, **rewrites}, scope, members)
 
 
 def _drafted(source: Source, carried: Carried, window: Window) -> Drafted:
@@ -300,7 +300,7 @@ def _drafted(source: Source, carried: Carried, window: Window) -> Drafted:
     user_lines = lines_in_window(window, carried.focus)
     rewrites = _in_window(carried.rewrites, window)
     scope = clipped_to_window(window, carried.scope)
-    draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope, carried.fields)
+    draft = draft_window(window.text, carried.hunk, user_lines, rewrites, scope, carried.members)
     draft = _without_breaks(source, window, draft)
     found = [c for c in candidates(window, draft, None) if fits(window, c, user_lines)]
     before = carried.hunk.before if carried.hunk is not None else []
@@ -325,7 +325,7 @@ def _renamed_only(
     """Is `change` a rename carried on, which no other rule of the draft makes?"""
     rewrites = _in_window(carried.rewrites, window)
     plain = draft_window(
-        window.text, carried.hunk, user_lines, rewrites, scope, carried.fields, renames=False
+        window.text, carried.hunk, user_lines, rewrites, scope, carried.members, renames=False
     )
     return change.edit not in {c.edit for c in candidates(window, plain, None)}
 

@@ -287,8 +287,10 @@ def piece_pattern(piece: str) -> re.Pattern[str]:
 
 
 def word_pattern(name: str, member: bool) -> re.Pattern[str]:
-    """`name` as a whole word: after a `.` (an attribute) or, if not `member`, not."""
-    before = r"(?<=\.)" if member else r"(?<![\w.])"
+    """`name` as a whole word: after a `.` (an attribute) or, if not `member`, not.
+    Never `super().name`: the base class's member keeps its name when a subclass
+    renames its own (`def shutdown` -> `def _shutdown` over `super().shutdown()`)."""
+    before = r"(?<=\.)(?<!super\(\)\.)" if member else r"(?<![\w.])"
     return re.compile(rf"{before}{re.escape(name)}(?!\w)")
 
 
@@ -298,7 +300,7 @@ def draft_window(
     skip_lines: tuple[int, int] | None,
     rewrites: Mapping[int, str | None] | None = None,
     scope: tuple[int, int] | None = None,
-    fields: Collection[str] = (),
+    members: Collection[str] = (),
     renames: bool = True,
 ) -> str:
     """The window with the last edit's substitutions, and the lines it inserted
@@ -307,8 +309,8 @@ def draft_window(
     (None: a line deleted) or across.py (a rename made in another file; `hunk`
     None: nothing else is carried); `scope`: the
     window lines a renamed local's substitutions are confined to (scope.py);
-    `fields`: names renamed where they are declared as fields, renamed only as
-    attributes (fields.py); not
+    `members`: names renamed where they are declared as members (a field, a
+    method), renamed only as attributes (members.py); not
     `renames`: the draft without the renamed words (is a change a rename's?)."""
     if rewrites:
         # A deleted line stays as a marker until the end, so that `skip_lines` and
@@ -318,7 +320,7 @@ def draft_window(
         window = "\n".join(_DELETED if line is None else line for line in written)
     if hunk is not None:
         subs = [sub for sub in substitutions(hunk) if renames or not sub.whole_word]
-        subs = [replace(s, member=True) if s.whole_word and s.old in fields else s for s in subs]
+        subs = [replace(s, member=True) if s.whole_word and s.old in members else s for s in subs]
         lines = apply_substitutions(window, subs, skip_lines, scope).split("\n")
         ins, add = insertion(hunk), added(hunk)  # at most one of them
         if ins is not None:

@@ -114,14 +114,14 @@ def carried_within(
     edit: Edit,
     renames: list[tuple[str, str]],
     focus: tuple[int, int] | None,
-    fields: Collection[str] = (),
+    members: Collection[str] = (),
 ) -> tuple[int, int] | None:
     """The lines [first, end) the last `edit` (made on the lines `focus`) is carried
     within: a renamed local's function; `focus` alone for a choice made for one
-    declaration or one handler; None: anywhere, as a renamed field (`fields`,
-    fields.py) is: read as an attribute anywhere, it is no local nor a type swapped
-    (a Go struct's fields stand in a type)."""
-    if fields:
+    declaration or one handler; None: anywhere, as a renamed member (`members`,
+    members.py) is: read as an attribute anywhere, it is no local nor a type
+    swapped (a Go struct's fields stand in a type)."""
+    if members:
         return None
     scope = local_scope(text, language_id, edit.start, renames)
     if scope is not None:
