@@ -193,3 +193,55 @@ def test_a_cli_call_keeps_the_prompt_for_the_next_one(tmp_path: Path) -> None:
     assert first["stats"]["reusedPromptTokens"] == 0  # an empty KV folder
     assert second["stats"]["reusedPromptTokens"] >= 100
     assert second["edits"] == first["edits"] != []
+
+
+SHOP = """from dataclasses import dataclass
+
+
+@dataclass
+class Item:
+    name: str
+    price: float
+
+
+class Cart:
+    def __init__(self):
+        self.items = []
+
+    def total(self):
+        total = 0
+        for item in self.items:
+            total += item.price
+        return total
+"""
+
+
+def renamed_in_shop(
+    old_line: str, old: str, new: str, min_confidence: float = MIN_CONFIDENCE
+) -> NextEditRequest:
+    """`old` renamed to `new` on the line `old_line` of SHOP."""
+    at = SHOP.index(old_line) + old_line.index(old)
+    history = EditHistory()
+    history.record("u", at, old, new)
+    return NextEditRequest(
+        text=SHOP[:at] + new + SHOP[at + len(old) :],
+        cursor=at + len(new),
+        edits=history.edits("u"),
+        path="shop.py",
+        min_confidence=min_confidence,
+    )
+
+
+def test_a_field_and_a_local_renamed_are_proposed_where_they_are_read(
+    engine: SpeculativeEngine,
+) -> None:
+    field = renamed_in_shop("price: float", "price", "cost")
+    [edit] = engine.next_edit(field).edits  # at the default bar (it scores about 0.98)
+    assert field.text[edit.start : edit.end] == "price" and edit.new_text == "cost"
+    assert field.text[: edit.start].endswith("item.")
+    # The local `total` inside `def total`: the function's own name stays. Here the
+    # model gives the rename about 0.005, under the rename bar: read what it scored.
+    local = renamed_in_shop("total = 0", "total", "amount", min_confidence=0.0)
+    [edit] = engine.next_edit(local).edits
+    after = local.text[: edit.start] + edit.new_text + local.text[edit.end :]
+    assert "def total(self)" in after and "amount += item.price" in after
