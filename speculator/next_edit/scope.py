@@ -7,8 +7,8 @@ one would change what the code means. So a rename of a name that a function
 around the edit binds (a parameter of it, or a target it assigns) is carried only
 inside that function, as an editor's rename of a local is, though not to the
 function's own name (`def total(self)` around a local `total`: a name of the
-scope outside). A name the function does not bind (a global, an import, a name declared `global` there) is carried
-as before.
+scope outside). A name the function does not bind (a global, an import, a name
+declared `global` there) is carried as before.
 
 A type swapped in one declaration's annotation (`salt: _t_str_bytes` ->
 `salt: _t_opt_str_bytes`, `-> list[float]` -> `-> list[Any]`) is a choice made for

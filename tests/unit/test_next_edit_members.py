@@ -4,7 +4,8 @@ attributes that read it, not to plain names spelled the same
 
 from __future__ import annotations
 
-from speculator.edits import EditHistory
+from test_next_edit_occurrences import renamed
+
 from speculator.next_edit.core import NextEditRequest, prepare
 from speculator.next_edit.members import renamed_members
 
@@ -57,16 +58,8 @@ func Total(items []Item) float64 {
 
 
 def renamed_at(text: str, line: int, old: str, new: str, language: str) -> NextEditRequest:
-    at = sum(len(row) + 1 for row in text.split("\n")[:line]) + text.split("\n")[line].index(old)
-    history = EditHistory()
-    history.record("u", at, old, new)
-    return NextEditRequest(
-        text=text[:at] + new + text[at + len(old) :],
-        cursor=at + len(new),
-        edits=history.edits("u"),
-        path=f"shop.{ {'python': 'py', 'typescript': 'ts', 'go': 'go', 'rust': 'rs'}[language] }",
-        language_id=language,
-    )
+    """`old` renamed to `new` on `line`, as the default (scoring) format asks."""
+    return renamed(text, line, old, new, draft_only=None, language_id=language)
 
 
 def drafted(request: NextEditRequest) -> str:

@@ -22,11 +22,21 @@ def document(lines: dict[int, str], total: int = 100) -> str:
     return "".join(lines.get(i, f"x{i} = {i}") + "\n" for i in range(total))
 
 
+# File suffixes of the languages the rename helpers write.
+SUFFIXES = {"python": "py", "typescript": "ts", "go": "go", "rust": "rs"}
+
+
 def renamed(
-    text: str, line: int, old: str, new: str, draft_only: bool | None = False
+    text: str,
+    line: int,
+    old: str,
+    new: str,
+    draft_only: bool | None = False,
+    language_id: str = "python",
 ) -> NextEditRequest:
-    """The request after the user renamed `old` to `new` on `line` of `text`, for a
-    model that rewrites the window (draft_only=None: as the default format says)."""
+    """The request after the user renamed `old` to `new` on `line` of `text` (a file
+    in `language_id`), for a model that rewrites the window (draft_only=None: as the
+    default format says)."""
     at = sum(len(row) + 1 for row in text.split("\n")[:line]) + text.split("\n")[line].index(old)
     history = EditHistory()
     history.record("u", at, old, new)
@@ -35,7 +45,8 @@ def renamed(
         text=after,
         cursor=at + len(new),
         edits=history.edits("u"),
-        path="m.py",
+        path=f"m.{SUFFIXES[language_id]}",
+        language_id=language_id,
         draft_only=draft_only,
     )
 
