@@ -1,0 +1,144 @@
+"""A Go function's results grown by an error, carried to its returns.
+
+`func Load(path string) Config {` made `func Load(path string) (Config, error) {`
+leaves each `return Config{}` in its body a value short, and the compiler says
+so: the next edits are `return Config{}, err` where the return handles an error
+(inside `if err != nil {`) and `return Config{Path: path}, nil` elsewhere.
+
+The rule reads the code as it is, not the edit: any return of the function the
+user is editing that is exactly one value short of results ending in `error` gets
+that value. So after the user takes one return's fix, the next one follows. A
+function literal's returns are its own; named results (which allow a bare
+`return`) are left alone.
+"""
+
+from __future__ import annotations
+
+import tree_sitter
+
+from ..syntax import utf8
+from .occurrences import MAX_PARSE_CHARS
+from .trees import syntax_root
+
+_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
+
+
+def short_return_lines(text: str, focus: tuple[int, int], language_id: str) -> dict[int, str]:
+    """Lines of `text` (by 0-based number) whose return gets the error value it
+    lacks, in the Go function around the line focus[0]; the lines in `focus` [a, b),
+    the user's own edit, left out."""
+    if language_id != "go" or len(text) > MAX_PARSE_CHARS:
+        return {}
+    root = syntax_root(language_id, text)
+    function = _function_at(root, focus[0]) if root is not None else None
+    if function is None:
+        return {}
+    count = _error_results(function)
+    body = function.child_by_field_name("body")
+    if count is None or body is None:
+        return {}
+    data = utf8(text)
+    inserts = [_insert(ret, function) for ret in _returns(body) if _value_count(ret) == count - 1]
+    for at, piece in sorted(inserts, reverse=True):
+        data = data[:at] + utf8(piece) + data[at:]
+    old_lines, new_lines = text.split("\n"), data.decode("utf-8").split("\n")
+    return {
+        i: new
+        for i, (old, new) in enumerate(zip(old_lines, new_lines, strict=True))
+        if old != new and not focus[0] <= i < focus[1]
+    }
+
+
+def _function_at(root: tree_sitter.Node, row: int) -> tree_sitter.Node | None:
+    """The innermost function (declared, a method or a literal) spanning line `row`."""
+    found = None
+    node: tree_sitter.Node | None = root
+    while node is not None:
+        if node.type in _FUNCTIONS:
+            found = node
+        node = next(
+            (c for c in node.named_children if c.start_point[0] <= row <= c.end_point[0]),
+            None,
+        )
+    return found
+
+
+def _error_results(function: tree_sitter.Node) -> int | None:
+    """How many results the function has, when they are unnamed and the last is an
+    `error`; None otherwise."""
+    result = function.child_by_field_name("result")
+    if result is None:
+        return None
+    if result.type != "parameter_list":
+        return 1 if _text(result) == "error" else None
+    types = [c for c in result.named_children if c.type == "parameter_declaration"]
+    if not types or any(t.child_by_field_name("name") is not None for t in types):
+        return None
+    return len(types) if _text(types[-1]) == "error" else None
+
+
+def _returns(body: tree_sitter.Node) -> list[tree_sitter.Node]:
+    """The return statements of a function body, not those of its function literals."""
+    found, pending = [], [body]
+    while pending:
+        node = pending.pop()
+        if node.type == "return_statement":
+            found.append(node)
+        elif node.type != "func_literal":
+            pending.extend(node.named_children)
+    return found
+
+
+def _value_count(ret: tree_sitter.Node) -> int:
+    values = _values(ret)
+    return len(values.named_children) if values is not None else 0
+
+
+def _values(ret: tree_sitter.Node) -> tree_sitter.Node | None:
+    return next((c for c in ret.named_children if c.type == "expression_list"), None)
+
+
+def _insert(ret: tree_sitter.Node, function: tree_sitter.Node) -> tuple[int, str]:
+    """Where the missing value goes (a byte offset), and the text that adds it."""
+    values, value = _values(ret), _error_value(ret, function)
+    if values is None:
+        return ret.children[0].end_byte, f" {value}"  # a bare `return`
+    return values.end_byte, f", {value}"
+
+
+def _error_value(ret: tree_sitter.Node, function: tree_sitter.Node) -> str:
+    """`err` (the checked name) in a branch taken on an error, `nil` elsewhere."""
+    node = ret
+    while node.parent is not None and node.id != function.id:
+        parent = node.parent
+        if parent.type == "if_statement" and _is_consequence(parent, node):
+            checked = _checked_error(parent.child_by_field_name("condition"))
+            if checked is not None:
+                return checked
+        node = parent
+    return "nil"
+
+
+def _is_consequence(if_statement: tree_sitter.Node, child: tree_sitter.Node) -> bool:
+    consequence = if_statement.child_by_field_name("consequence")
+    return consequence is not None and consequence.id == child.id
+
+
+def _checked_error(condition: tree_sitter.Node | None) -> str | None:
+    """`err` of a condition `err != nil` (any name ending in err or Err)."""
+    if condition is None or condition.type != "binary_expression":
+        return None
+    left = condition.child_by_field_name("left")
+    operator = condition.child_by_field_name("operator")
+    right = condition.child_by_field_name("right")
+    if left is None or operator is None or right is None:
+        return None
+    name = _text(left)
+    is_error_name = left.type == "identifier" and name.lower().endswith("err")
+    if _text(operator) == "!=" and right.type == "nil" and is_error_name:
+        return name
+    return None
+
+
+def _text(node: tree_sitter.Node) -> str:
+    return node.text.decode("utf-8") if node.text is not None else ""
