@@ -245,3 +245,51 @@ def test_a_field_and_a_local_renamed_are_proposed_where_they_are_read(
     [edit] = engine.next_edit(local).edits
     after = local.text[: edit.start] + edit.new_text + local.text[edit.end :]
     assert "def total(self)" in after and "amount += item.price" in after
+
+
+ITEMS_GO = """package store
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+)
+
+type Item struct {
+	Name  string
+	Price float64
+}
+
+func LoadItems(dir string) []Item {
+	data, err := os.ReadFile(filepath.Join(dir, "items.json"))
+	if err != nil {
+		return nil
+	}
+	var items []Item
+	if err := json.Unmarshal(data, &items); err != nil {
+		return nil
+	}
+	return items
+}
+"""
+
+
+def test_a_go_function_made_fallible_gets_its_returns_fixed_in_turn(
+    engine: SpeculativeEngine,
+) -> None:
+    old, new = "[]Item {", "([]Item, error) {"
+    at = ITEMS_GO.index(old)
+    history = EditHistory()
+    history.record("u", at, old, new)
+    text = ITEMS_GO[:at] + new + ITEMS_GO[at + len(old) :]
+    fixes = []
+    for _ in range(2):  # each taken as the user would, then the next asked for
+        request = NextEditRequest(
+            text=text, cursor=at, edits=history.edits("u"), path="store.go", language_id="go"
+        )
+        [edit] = engine.next_edit(request).edits  # at the default bar (about 0.93 each)
+        fixes.append(text[: edit.start].rsplit("\n", 1)[-1] + edit.new_text)
+        history.record("u", edit.start, text[edit.start : edit.end], edit.new_text)
+        text = text[: edit.start] + edit.new_text + text[edit.end :]
+        at = edit.start + len(edit.new_text)
+    assert fixes == ["\t\treturn nil, err", "\t\treturn nil, err"]
