@@ -7,7 +7,8 @@
   `'--deduplicate'` says nothing of `cmd_output(*diff_cmd, ref)`);
 - a parameter added with a name as its default (`timeout: float = TIMEOUT_S`)
   takes that name's place in the function's body: the body now reads the parameter;
-- a Go function's results grown by an `error` reach its returns (results.py).
+- a Go function's results grown by an `error` reach its returns (results.py);
+- a function made async is awaited where async code calls it (awaits.py).
 
 Both give lines of the document rewritten, by line number: the draft writes them
 (draft.py) and the window follows them as it follows renames (core.prepare).
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..edits import common_ends
+from .awaits import awaited_call_lines
 from .draft import word_pattern
 from .line_edits import indentation
 from .occurrences import nearby
@@ -73,11 +75,13 @@ def carried_lines(
     text: str, hunk: Hunk | None, focus: tuple[int, int] | None, language_id: str
 ) -> dict[int, str]:
     """Lines of `text` (by 0-based number) rewritten with the hunk's argument or
-    parameter carried on, or with the values its Go function's returns now lack;
-    the lines in `focus` [a, b), the user's edit, left out."""
+    parameter carried on, with the values its Go function's returns now lack, or
+    with the calls of a function it made async awaited; the lines in `focus` [a,
+    b), the user's edit, left out."""
     if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
         return {}
     rewrites = short_return_lines(text, focus, language_id)
+    rewrites.update(awaited_call_lines(text, focus, language_id))
     ins = argument_insertion(hunk)
     if ins is not None:
         rewrites.update(_with_argument(text, ins, focus))

@@ -40,6 +40,8 @@ _WORD = re.compile(r"\w+")
 _WORD_PAIR = re.compile(r"\w\w")
 # A string prefix that makes an f-string (`f"`, `rf'`): it fills the string's `{}`.
 _F_PREFIX = re.compile(r"[rRbB]?[fF][rRbB]?$")
+# A special method's definition (`def __init__(`).
+_SPECIAL_DEF = re.compile(r"\s*def\s+__\w+__\s*\(")
 _COMMENT = re.compile(r"\s*(?:#|//|--)")
 # A comment a tool reads: a lowercase word that a colon, a bracket or an `=` follows,
 # or that ends it (`# pragma: no cover`, `# type: ignore[x]`, `// @ts-ignore`, `# nosec`),
@@ -162,8 +164,12 @@ def added_twins(lines: list[str], add: Added, skip: tuple[int, int] | None) -> l
 
 def _fills(line: str, add: Added) -> bool:
     """Has `line` what the text added does something to? An `f` prefix on a string
-    without a `{` would change nothing (and linters flag it)."""
-    return not (add.at_start and _F_PREFIX.match(add.text) and "{" not in line)
+    without a `{` would change nothing (and linters flag it). `async ` makes a
+    coroutine, which no special method (`__init__`, `__repr__`) may be: Python
+    calls those itself, and would not await them."""
+    if add.at_start and _F_PREFIX.match(add.text) and "{" not in line:
+        return False
+    return not (add.at_start and add.text.strip() == "async" and _SPECIAL_DEF.match(line))
 
 
 def adds_no_cover(old: str, new: str) -> bool:

@@ -1,0 +1,211 @@
+"""Calls of a function made async, awaited where async code uses them.
+
+`def fetch(url):` made `async def fetch(url):` (in TypeScript or JavaScript,
+`async function load()` or an `async` method) leaves each call of it returning a
+coroutine (a promise) where its result was used. Inside async functions the next
+edits are `await fetch(url)`: where the call is a statement alone, an assignment's
+value or the value returned. Elsewhere it is left alone: a call passed on
+(`asyncio.gather(fetch(a), fetch(b))`) is awaited by what takes it, a result kept
+in a name that is awaited later (`reply = self.do_history()`, then `if
+inspect.isawaitable(reply): reply = await reply`) is awaited there, and a call in
+a plain function needs that function made async first, the user's choice.
+
+The rule reads the code as it stands: it follows a function whose async
+definition, or an awaited call of it, is on the lines the user just edited. So
+once one `await` is taken, the next call follows. Only functions defined async in
+this file are followed, called by name or, for a method, on `self` or `this`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import tree_sitter
+
+from ..syntax import utf8
+from .occurrences import MAX_PARSE_CHARS, nearby
+from .trees import syntax_root
+
+# The function definitions of each grammar served (an `async` child marks them async).
+_FUNCTIONS = frozenset(
+    {
+        "function_definition",  # python
+        "lambda",
+        "function_declaration",  # javascript, typescript
+        "function_expression",
+        "function",
+        "generator_function_declaration",
+        "method_definition",
+        "arrow_function",
+    }
+)
+_CLASSES = frozenset({"class_definition", "class_declaration", "class_body", "class"})
+_CALLS = frozenset({"call", "call_expression"})
+_AWAITS = frozenset({"await", "await_expression"})
+# Where a call's result is used as it stands: (the parent's type, the call's field).
+_USED = frozenset(
+    {
+        ("expression_statement", None),
+        ("return_statement", None),
+        ("assignment", "right"),  # python
+        ("variable_declarator", "value"),  # javascript, typescript
+        ("assignment_expression", "right"),
+    }
+)
+_RECEIVERS = frozenset({"self", "this"})
+_LANGUAGES = frozenset({"python", "javascript", "javascriptreact", "typescript", "typescriptreact"})
+
+
+def awaited_call_lines(text: str, focus: tuple[int, int], language_id: str) -> dict[int, str]:
+    """Lines of `text` (by 0-based number) where a call of a function the user's edit
+    (lines `focus` [a, b)) made async, or awaited, gets its `await`."""
+    if language_id not in _LANGUAGES or len(text) > MAX_PARSE_CHARS:
+        return {}
+    root = syntax_root(language_id, text)
+    if root is None:
+        return {}
+    defined = _async_definitions(root)
+    followed = {
+        name
+        for name in _names_on_lines(root, focus)
+        if name in defined and defined[name] is not None
+    }
+    if not followed:
+        return {}
+    data = utf8(text)
+    starts = [
+        call.start_byte
+        for call in _descendants(root, _CALLS)
+        if _callee(call, defined) in followed and _unawaited(call) and _in_async(call)
+    ]
+    for at in sorted(starts, reverse=True):
+        data = data[:at] + b"await " + data[at:]
+    old_lines, new_lines = text.split("\n"), data.decode("utf-8").split("\n")
+    return {
+        i: new
+        for i, (old, new) in enumerate(zip(old_lines, new_lines, strict=True))
+        if old != new and nearby(i, focus)
+    }
+
+
+def _async_definitions(root: tree_sitter.Node) -> dict[str, bool | None]:
+    """Each function's name: whether it is a method (its calls are on `self` or
+    `this`), None when a definition of that name is not async (which one a call
+    reaches is unknown)."""
+    found: dict[str, bool | None] = {}
+    for function in _descendants(root, _FUNCTIONS):
+        name = function.child_by_field_name("name")
+        if name is None:
+            continue
+        spelled = _text(name)
+        is_method = function.parent is not None and function.parent.type in _CLASSES
+        is_method = is_method or _in_class_block(function)
+        if not _is_async(function) or found.get(spelled, is_method) != is_method:
+            found[spelled] = None
+        elif spelled not in found:
+            found[spelled] = is_method
+    return found
+
+
+def _names_on_lines(root: tree_sitter.Node, focus: tuple[int, int]) -> Iterator[str]:
+    """Names of the functions defined, or of the calls awaited, on lines `focus`."""
+    first, end = focus
+    for node in _descendants(root, _FUNCTIONS | _AWAITS):
+        name = node.child_by_field_name("name")
+        if name is not None and first <= name.start_point[0] < end:
+            yield _text(name)
+        call = next((c for c in node.named_children if c.type in _CALLS), None)
+        if node.type in _AWAITS and call is not None and first <= call.start_point[0] < end:
+            callee = call.child_by_field_name("function")
+            if callee is not None:
+                yield _text(callee).rsplit(".", 1)[-1]
+
+
+def _callee(call: tree_sitter.Node, defined: dict[str, bool | None]) -> str | None:
+    """The async function of this file a call reaches: by name, or a method on
+    `self` or `this`."""
+    callee = call.child_by_field_name("function")
+    if callee is None:
+        return None
+    if callee.type == "identifier":
+        name = _text(callee)
+        return name if defined.get(name) is False else None
+    receiver = callee.child_by_field_name("object")
+    member = callee.child_by_field_name("attribute") or callee.child_by_field_name("property")
+    if receiver is None or member is None or _text(receiver) not in _RECEIVERS:
+        return None
+    name = _text(member)
+    return name if defined.get(name) is True else None
+
+
+def _unawaited(call: tree_sitter.Node) -> bool:
+    """Is the call's result used as it stands (not awaited, not passed on)?"""
+    parent = call.parent
+    if parent is None:
+        return False
+    field = next(
+        (parent.field_name_for_child(i) for i, c in enumerate(parent.children) if c.id == call.id),
+        None,
+    )
+    if (parent.type, field) not in _USED:
+        return False
+    target = parent.child_by_field_name("left") or parent.child_by_field_name("name")
+    return target is None or not _awaited_later(call, _text(target))
+
+
+def _awaited_later(call: tree_sitter.Node, name: str) -> bool:
+    """Does the function around the call await the name its result is given to, or
+    test it for that (`if inspect.isawaitable(reply): reply = await reply`)?"""
+    function = _enclosing_function(call)
+    if function is None:
+        return False
+    after = (function.text or b"")[call.end_byte - function.start_byte :].decode("utf-8")
+    spelled = re.escape(name)
+    return (
+        re.search(rf"\bawait\s+{spelled}\b|\bis(?:awaitable|coroutine)\(\s*{spelled}\s*\)", after)
+        is not None
+    )
+
+
+def _in_async(node: tree_sitter.Node) -> bool:
+    """Is the innermost function around `node` async?"""
+    function = _enclosing_function(node)
+    return function is not None and _is_async(function)
+
+
+def _enclosing_function(node: tree_sitter.Node) -> tree_sitter.Node | None:
+    parent = node.parent
+    while parent is not None and parent.type not in _FUNCTIONS:
+        parent = parent.parent
+    return parent
+
+
+def _is_async(function: tree_sitter.Node) -> bool:
+    return any(c.type == "async" for c in function.children)
+
+
+def _in_class_block(function: tree_sitter.Node) -> bool:
+    """A Python method: a function in the block of a class (decorated or not)."""
+    parent = function.parent
+    if parent is not None and parent.type == "decorated_definition":
+        parent = parent.parent
+    return (
+        parent is not None
+        and parent.type == "block"
+        and parent.parent is not None
+        and parent.parent.type in _CLASSES
+    )
+
+
+def _descendants(root: tree_sitter.Node, types: frozenset[str]) -> Iterator[tree_sitter.Node]:
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.type in types:
+            yield node
+        pending.extend(reversed(node.named_children))
+
+
+def _text(node: tree_sitter.Node) -> str:
+    return node.text.decode("utf-8") if node.text is not None else ""
