@@ -54,6 +54,7 @@ _USED = frozenset(
     }
 )
 _RECEIVERS = frozenset({"self", "this"})
+_ASYNC_WORD = re.compile(r"\b(?:async|await)\b")
 _LANGUAGES = frozenset({"python", "javascript", "javascriptreact", "typescript", "typescriptreact"})
 
 
@@ -62,6 +63,9 @@ def awaited_call_lines(text: str, focus: tuple[int, int], language_id: str) -> d
     (lines `focus` [a, b)) made async, or awaited, gets its `await`."""
     if language_id not in _LANGUAGES or len(text) > MAX_PARSE_CHARS:
         return {}
+    edited = "\n".join(text.split("\n")[focus[0] : focus[1]])
+    if _ASYNC_WORD.search(edited) is None:
+        return {}  # most edits: no tree walked
     root = syntax_root(language_id, text)
     if root is None:
         return {}
