@@ -8,7 +8,8 @@
 - a parameter added with a name as its default (`timeout: float = TIMEOUT_S`)
   takes that name's place in the function's body: the body now reads the parameter;
 - a Go function's results grown by an `error` reach its returns (results.py);
-- a function made async is awaited where async code calls it (awaits.py).
+- a function made async is awaited where async code calls it (awaits.py);
+- a parameter added to a constructor is stored where the others are (stores.py).
 
 Both give lines of the document rewritten, by line number: the draft writes them
 (draft.py) and the window follows them as it follows renames (core.prepare).
@@ -28,6 +29,7 @@ from .draft import word_pattern
 from .line_edits import indentation
 from .occurrences import nearby
 from .results import short_return_lines
+from .stores import stored_parameter_lines
 from .window import Hunk, line_of, line_starts
 
 _CALLEE = re.compile(r"[A-Za-z_][\w.]*$")
@@ -75,13 +77,15 @@ def carried_lines(
     text: str, hunk: Hunk | None, focus: tuple[int, int] | None, language_id: str
 ) -> dict[int, str]:
     """Lines of `text` (by 0-based number) rewritten with the hunk's argument or
-    parameter carried on, with the values its Go function's returns now lack, or
-    with the calls of a function it made async awaited; the lines in `focus` [a,
-    b), the user's edit, left out."""
+    parameter carried on, with the values its Go function's returns now lack, with
+    the calls of a function it made async awaited, or with a constructor's new
+    parameter stored (a line may become two); the lines in `focus` [a, b), the
+    user's edit, left out."""
     if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
         return {}
     rewrites = short_return_lines(text, focus, language_id)
     rewrites.update(awaited_call_lines(text, focus, language_id))
+    rewrites.update(stored_parameter_lines(text, focus, language_id))
     ins = argument_insertion(hunk)
     if ins is not None:
         rewrites.update(_with_argument(text, ins, focus))
