@@ -23,9 +23,9 @@ from collections.abc import Iterator
 
 import tree_sitter
 
-from ..syntax import utf8
 from .occurrences import MAX_PARSE_CHARS, nearby
-from .trees import syntax_root
+from .trees import node_text, syntax_root
+from .window import lines_with_insertions
 
 # The function definitions of each grammar served (an `async` child marks them async).
 _FUNCTIONS = frozenset(
@@ -77,20 +77,13 @@ def awaited_call_lines(text: str, focus: tuple[int, int], language_id: str) -> d
     }
     if not followed:
         return {}
-    data = utf8(text)
     starts = [
-        call.start_byte
+        (call.start_byte, "await ")
         for call in _descendants(root, _CALLS)
         if _callee(call, defined) in followed and _unawaited(call) and _in_async(call)
     ]
-    for at in sorted(starts, reverse=True):
-        data = data[:at] + b"await " + data[at:]
-    old_lines, new_lines = text.split("\n"), data.decode("utf-8").split("\n")
-    return {
-        i: new
-        for i, (old, new) in enumerate(zip(old_lines, new_lines, strict=True))
-        if old != new and nearby(i, focus)
-    }
+    rewrites = lines_with_insertions(text, starts)
+    return {i: line for i, line in rewrites.items() if nearby(i, focus)}
 
 
 def _async_definitions(root: tree_sitter.Node) -> dict[str, bool | None]:
@@ -102,7 +95,7 @@ def _async_definitions(root: tree_sitter.Node) -> dict[str, bool | None]:
         name = function.child_by_field_name("name")
         if name is None:
             continue
-        spelled = _text(name)
+        spelled = node_text(name)
         is_method = function.parent is not None and function.parent.type in _CLASSES
         is_method = is_method or _in_class_block(function)
         if not _is_async(function) or found.get(spelled, is_method) != is_method:
@@ -118,12 +111,12 @@ def _names_on_lines(root: tree_sitter.Node, focus: tuple[int, int]) -> Iterator[
     for node in _descendants(root, _FUNCTIONS | _AWAITS):
         name = node.child_by_field_name("name")
         if name is not None and first <= name.start_point[0] < end:
-            yield _text(name)
+            yield node_text(name)
         call = next((c for c in node.named_children if c.type in _CALLS), None)
         if node.type in _AWAITS and call is not None and first <= call.start_point[0] < end:
             callee = call.child_by_field_name("function")
             if callee is not None:
-                yield _text(callee).rsplit(".", 1)[-1]
+                yield node_text(callee).rsplit(".", 1)[-1]
 
 
 def _callee(call: tree_sitter.Node, defined: dict[str, bool | None]) -> str | None:
@@ -133,13 +126,13 @@ def _callee(call: tree_sitter.Node, defined: dict[str, bool | None]) -> str | No
     if callee is None:
         return None
     if callee.type == "identifier":
-        name = _text(callee)
+        name = node_text(callee)
         return name if defined.get(name) is False else None
     receiver = callee.child_by_field_name("object")
     member = callee.child_by_field_name("attribute") or callee.child_by_field_name("property")
-    if receiver is None or member is None or _text(receiver) not in _RECEIVERS:
+    if receiver is None or member is None or node_text(receiver) not in _RECEIVERS:
         return None
-    name = _text(member)
+    name = node_text(member)
     return name if defined.get(name) is True else None
 
 
@@ -155,7 +148,7 @@ def _unawaited(call: tree_sitter.Node) -> bool:
     if (parent.type, field) not in _USED:
         return False
     target = parent.child_by_field_name("left") or parent.child_by_field_name("name")
-    return target is None or not _awaited_later(call, _text(target))
+    return target is None or not _awaited_later(call, node_text(target))
 
 
 def _awaited_later(call: tree_sitter.Node, name: str) -> bool:
@@ -209,7 +202,3 @@ def _descendants(root: tree_sitter.Node, types: frozenset[str]) -> Iterator[tree
         if node.type in types:
             yield node
         pending.extend(reversed(node.named_children))
-
-
-def _text(node: tree_sitter.Node) -> str:
-    return node.text.decode("utf-8") if node.text is not None else ""

@@ -9,7 +9,8 @@
   takes that name's place in the function's body: the body now reads the parameter;
 - a Go function's results grown by an `error` reach its returns (results.py);
 - a function made async is awaited where async code calls it (awaits.py);
-- a parameter added to a constructor is stored where the others are (stores.py).
+- a parameter added to a constructor is stored where the others are, and one
+  added to a wrapper passed on where the others are (new_parameters.py).
 
 Both give lines of the document rewritten, by line number: the draft writes them
 (draft.py) and the window follows them as it follows renames (core.prepare).
@@ -27,9 +28,9 @@ from ..edits import common_ends
 from .awaits import awaited_call_lines
 from .draft import word_pattern
 from .line_edits import indentation
+from .new_parameters import forwarded_parameter_lines, stored_parameter_lines
 from .occurrences import nearby
 from .results import short_return_lines
-from .stores import stored_parameter_lines
 from .window import Hunk, line_of, line_starts
 
 _CALLEE = re.compile(r"[A-Za-z_][\w.]*$")
@@ -78,9 +79,9 @@ def carried_lines(
 ) -> dict[int, str]:
     """Lines of `text` (by 0-based number) rewritten with the hunk's argument or
     parameter carried on, with the values its Go function's returns now lack, with
-    the calls of a function it made async awaited, or with a constructor's new
-    parameter stored (a line may become two); the lines in `focus` [a, b), the
-    user's edit, left out."""
+    the calls of a function it made async awaited, or with a new parameter stored
+    or passed on (a line may become two); the lines in `focus` [a, b), the user's
+    edit, left out."""
     if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
         return {}
     rewrites = short_return_lines(text, focus, language_id)
@@ -90,14 +91,26 @@ def carried_lines(
     if ins is not None:
         rewrites.update(_with_argument(text, ins, focus))
     param = new_parameter(hunk) if language_id == "python" else None
-    if param is not None:
-        lines = text.split("\n")
-        default = word_pattern(param.default, member=False)
-        for i in body_lines(lines, focus):
-            new = default.sub(param.name, rewrites.get(i, lines[i]))
-            if new != lines[i]:
-                rewrites[i] = new
+    # A new parameter takes its default's place in the body or, where the body does
+    # not use its default, is passed on as the others are: one or the other.
+    replaced = _default_replaced(text, param, focus, rewrites) if param is not None else {}
+    rewrites.update(replaced or forwarded_parameter_lines(text, focus, language_id))
     return rewrites
+
+
+def _default_replaced(
+    text: str, param: NewParameter, focus: tuple[int, int], rewrites: dict[int, str]
+) -> dict[int, str]:
+    """The body's lines (as `rewrites` wrote them) with the new parameter in its
+    default's place."""
+    lines = text.split("\n")
+    default = word_pattern(param.default, member=False)
+    replaced = {}
+    for i in body_lines(lines, focus):
+        new = default.sub(param.name, rewrites.get(i, lines[i]))
+        if new != lines[i]:
+            replaced[i] = new
+    return replaced
 
 
 def argument_insertion(hunk: Hunk) -> ArgumentInsertion | None:

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import tree_sitter
 
-from ..syntax import utf8
 from .occurrences import MAX_PARSE_CHARS
-from .trees import syntax_root
+from .trees import node_text, syntax_root
+from .window import lines_with_insertions
 
 _FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 
@@ -37,16 +37,9 @@ def short_return_lines(text: str, focus: tuple[int, int], language_id: str) -> d
     body = function.child_by_field_name("body")
     if count is None or body is None:
         return {}
-    data = utf8(text)
     inserts = [_insert(ret, function) for ret in _returns(body) if _value_count(ret) == count - 1]
-    for at, piece in sorted(inserts, reverse=True):
-        data = data[:at] + utf8(piece) + data[at:]
-    old_lines, new_lines = text.split("\n"), data.decode("utf-8").split("\n")
-    return {
-        i: new
-        for i, (old, new) in enumerate(zip(old_lines, new_lines, strict=True))
-        if old != new and not focus[0] <= i < focus[1]
-    }
+    rewrites = lines_with_insertions(text, inserts)
+    return {i: line for i, line in rewrites.items() if not focus[0] <= i < focus[1]}
 
 
 def _function_at(root: tree_sitter.Node, row: int) -> tree_sitter.Node | None:
@@ -70,11 +63,11 @@ def _error_results(function: tree_sitter.Node) -> int | None:
     if result is None:
         return None
     if result.type != "parameter_list":
-        return 1 if _text(result) == "error" else None
+        return 1 if node_text(result) == "error" else None
     types = [c for c in result.named_children if c.type == "parameter_declaration"]
     if not types or any(t.child_by_field_name("name") is not None for t in types):
         return None
-    return len(types) if _text(types[-1]) == "error" else None
+    return len(types) if node_text(types[-1]) == "error" else None
 
 
 def _returns(body: tree_sitter.Node) -> list[tree_sitter.Node]:
@@ -133,12 +126,8 @@ def _checked_error(condition: tree_sitter.Node | None) -> str | None:
     right = condition.child_by_field_name("right")
     if left is None or operator is None or right is None:
         return None
-    name = _text(left)
+    name = node_text(left)
     is_error_name = left.type == "identifier" and name.lower().endswith("err")
-    if _text(operator) == "!=" and right.type == "nil" and is_error_name:
+    if node_text(operator) == "!=" and right.type == "nil" and is_error_name:
         return name
     return None
-
-
-def _text(node: tree_sitter.Node) -> str:
-    return node.text.decode("utf-8") if node.text is not None else ""

@@ -48,3 +48,8 @@ def _kept() -> OrderedDict[tuple[str, str], tree_sitter.Tree | None]:
         _local.trees = OrderedDict()
     trees: OrderedDict[tuple[str, str], tree_sitter.Tree | None] = _local.trees
     return trees
+
+
+def node_text(node: tree_sitter.Node | None) -> str:
+    """The source text of a node ("" for none)."""
+    return node.text.decode("utf-8") if node is not None and node.text is not None else ""

@@ -217,3 +217,15 @@ def original_window(text: str, edits: list[Edit], window: Window) -> str:
     elif window.end > last.start:  # the window holds the edit
         end -= delta
     return "".join(line + "\n" for line in lines[first : max(first, end)])
+
+
+def lines_with_insertions(text: str, inserts: list[tuple[int, str]]) -> dict[int, str]:
+    """The lines of `text` (by 0-based number) that change when each piece is
+    inserted at its byte offset into the UTF-8 text (as a syntax tree counts)."""
+    data = text.encode("utf-8")
+    for at, piece in sorted(inserts, reverse=True):
+        data = data[:at] + piece.encode("utf-8") + data[at:]
+    old_lines, new_lines = text.split("\n"), data.decode("utf-8").split("\n")
+    return {
+        i: new for i, (old, new) in enumerate(zip(old_lines, new_lines, strict=True)) if old != new
+    }
