@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import tree_sitter
 
 from .occurrences import MAX_PARSE_CHARS, nearby
-from .trees import node_text, syntax_root
+from .trees import is_python_method, node_text, syntax_root
 from .window import lines_with_insertions
 
 # The function definitions of each grammar served (an `async` child marks them async).
@@ -97,7 +97,7 @@ def _async_definitions(root: tree_sitter.Node) -> dict[str, bool | None]:
             continue
         spelled = node_text(name)
         is_method = function.parent is not None and function.parent.type in _CLASSES
-        is_method = is_method or _in_class_block(function)
+        is_method = is_method or is_python_method(function)
         if not _is_async(function) or found.get(spelled, is_method) != is_method:
             found[spelled] = None
         elif spelled not in found:
@@ -180,19 +180,6 @@ def _enclosing_function(node: tree_sitter.Node) -> tree_sitter.Node | None:
 
 def _is_async(function: tree_sitter.Node) -> bool:
     return any(c.type == "async" for c in function.children)
-
-
-def _in_class_block(function: tree_sitter.Node) -> bool:
-    """A Python method: a function in the block of a class (decorated or not)."""
-    parent = function.parent
-    if parent is not None and parent.type == "decorated_definition":
-        parent = parent.parent
-    return (
-        parent is not None
-        and parent.type == "block"
-        and parent.parent is not None
-        and parent.parent.type in _CLASSES
-    )
 
 
 def _descendants(root: tree_sitter.Node, types: frozenset[str]) -> Iterator[tree_sitter.Node]:

@@ -10,7 +10,9 @@
 - a Go function's results grown by an `error` reach its returns (results.py);
 - a function made async is awaited where async code calls it (awaits.py);
 - a parameter added to a constructor is stored where the others are, and one
-  added to a wrapper passed on where the others are (new_parameters.py).
+  added to a wrapper passed on where the others are (new_parameters.py);
+- a required parameter added is passed by the callers that have a value of that
+  name (caller_arguments.py).
 
 Both give lines of the document rewritten, by line number: the draft writes them
 (draft.py) and the window follows them as it follows renames (core.prepare).
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 
 from ..edits import common_ends
 from .awaits import awaited_call_lines
+from .caller_arguments import caller_argument_lines
 from .draft import word_pattern
 from .line_edits import indentation
 from .new_parameters import forwarded_parameter_lines, stored_parameter_lines
@@ -36,6 +39,9 @@ from .window import Hunk, line_of, line_starts
 _CALLEE = re.compile(r"[A-Za-z_][\w.]*$")
 _KEYWORD_ARGUMENT = re.compile(r"\s*(\w+)\s*=(?!=)")
 _DEF = re.compile(r"\s*(async\s+)?def\s")
+# What comes before a definition's name: `def`, `class`, `function`, `fn`, Go's
+# `func` and a Go method's `func (s *Store)`.
+_SIGNATURE_HEAD = re.compile(r"\b(def|class|function|fn)\s+$|\bfunc\s*(\([^()]*\)\s*)?$")
 # `, name: type = DEFAULT` or `name=DEFAULT, ` inserted into a signature.
 _PARAMETER = re.compile(r",?\s*(\w+)\s*(?::[^=,]+)?=\s*([A-Za-z_][\w.]*)\s*,?\s*")
 # A call's parentheses are looked for this far (characters): calls are short.
@@ -79,14 +85,15 @@ def carried_lines(
 ) -> dict[int, str]:
     """Lines of `text` (by 0-based number) rewritten with the hunk's argument or
     parameter carried on, with the values its Go function's returns now lack, with
-    the calls of a function it made async awaited, or with a new parameter stored
-    or passed on (a line may become two); the lines in `focus` [a, b), the user's
-    edit, left out."""
+    the calls of a function it made async awaited, or with a new parameter stored,
+    passed on or passed by its callers (a line may become two); the lines in
+    `focus` [a, b), the user's edit, left out."""
     if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
         return {}
     rewrites = short_return_lines(text, focus, language_id)
     rewrites.update(awaited_call_lines(text, focus, language_id))
     rewrites.update(stored_parameter_lines(text, focus, language_id))
+    rewrites.update(caller_argument_lines(text, focus, hunk.before, language_id))
     ins = argument_insertion(hunk)
     if ins is not None:
         rewrites.update(_with_argument(text, ins, focus))
@@ -133,8 +140,8 @@ def argument_insertion(hunk: Hunk) -> ArgumentInsertion | None:
     callee = _CALLEE.search(old[:opening])
     if callee is None or keyword.iskeyword(callee.group().split(".")[-1]):
         return None
-    if re.search(r"\b(def|class)\s+$", old[: callee.start()]):
-        return None  # a signature: new_parameter's
+    if _SIGNATURE_HEAD.search(old[: callee.start()]):
+        return None  # a signature: new_parameter's, or caller_arguments.py's
     return ArgumentInsertion(callee.group(), text, first, arguments)
 
 

@@ -53,3 +53,16 @@ def _kept() -> OrderedDict[tuple[str, str], tree_sitter.Tree | None]:
 def node_text(node: tree_sitter.Node | None) -> str:
     """The source text of a node ("" for none)."""
     return node.text.decode("utf-8") if node is not None and node.text is not None else ""
+
+
+def is_python_method(function: tree_sitter.Node) -> bool:
+    """Is a Python function a method: defined (decorated or not) in a class's body?"""
+    parent = function.parent
+    if parent is not None and parent.type == "decorated_definition":
+        parent = parent.parent
+    return (
+        parent is not None
+        and parent.type == "block"
+        and parent.parent is not None
+        and parent.parent.type == "class_definition"
+    )

@@ -68,6 +68,15 @@ def test_an_argument_added_before_the_closing_parenthesis_is_read_with_its_funct
 def test_other_changes_are_not_argument_insertions() -> None:
     # A signature's new parameter is not an argument for its calls.
     assert argument_insertion(hunk("def run(line):", "def run(line, posix):")) is None
+    # Signatures in the other languages: `func`, a Go method, `function`, `fn`.
+    go = hunk("func Load(path string) {", "func Load(ctx context.Context, path string) {")
+    assert argument_insertion(go) is None
+    method = hunk(
+        "func (s *Store) Save(items []Item) {", "func (s *Store) Save(ctx Ctx, items []Item) {"
+    )
+    assert argument_insertion(method) is None
+    assert argument_insertion(hunk("function load(path) {", "function load(path, ctx) {")) is None
+    assert argument_insertion(hunk("fn load(path: &str) {", "fn load(path: &str, n: u8) {")) is None
     assert argument_insertion(hunk("x = f(a)", "x = f(a) + 1")) is None  # not in a call
     assert argument_insertion(hunk("x = f(a)", "x = g(a, b)")) is None  # not an insertion alone
     assert argument_insertion(hunk("if (a)", "if (a, b)")) is None  # a keyword, not a call
