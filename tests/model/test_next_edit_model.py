@@ -293,3 +293,34 @@ def test_a_go_function_made_fallible_gets_its_returns_fixed_in_turn(
         text = text[: edit.start] + edit.new_text + text[edit.end :]
         at = edit.start + len(edit.new_text)
     assert fixes == ["\t\treturn nil, err", "\t\treturn nil, err"]
+
+
+CLIENT_PY = """import httpx
+
+
+class Client:
+    def __init__(self, base_url):
+        self.base_url = base_url
+        self.http = httpx.AsyncClient()
+
+    def get_json(self, path):
+        return {"path": path}
+
+    async def user(self, user_id):
+        data = self.get_json(f"/users/{user_id}")
+        return data["user"]
+"""
+
+
+def test_a_method_made_async_is_awaited_where_async_code_calls_it(
+    engine: SpeculativeEngine,
+) -> None:
+    at = CLIENT_PY.index("def get_json")
+    history = EditHistory()
+    history.record("u", at, "", "async ")
+    text = CLIENT_PY[:at] + "async " + CLIENT_PY[at:]
+    request = NextEditRequest(
+        text=text, cursor=at + len("async "), edits=history.edits("u"), path="client.py"
+    )
+    [edit] = engine.next_edit(request).edits  # at the default bar (about 0.87)
+    assert edit.new_text == "await " and text[edit.start :].startswith("self.get_json(f")
