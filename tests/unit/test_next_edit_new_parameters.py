@@ -6,8 +6,10 @@ from __future__ import annotations
 from test_next_edit_line_edits import proposed
 
 from speculator.edits import EditHistory
+from speculator.next_edit.call_edits import carried_lines
 from speculator.next_edit.core import NextEditRequest
 from speculator.next_edit.new_parameters import forwarded_parameter_lines, stored_parameter_lines
+from speculator.next_edit.window import recent_hunks
 
 CACHE_PY = """class Cache:
     def __init__(self, size, ttl, *args, clock=None, **options):
@@ -121,3 +123,11 @@ def test_a_new_parameter_whose_default_the_body_uses_replaces_it_instead() -> No
     )
     after = proposed(typed(text, ", is_stub=STUB", "builder.py"))
     assert "check(data, is_stub)" in after and "self._data_build(data, modname, path)" in after
+
+
+def test_an_import_the_edit_needs_comes_before_the_store() -> None:
+    request = typed(CACHE_PY, "ttl, ", "cache.py")
+    hunk = recent_hunks(request.text, request.edits, request.path)[-1]
+    assert 3 in carried_lines(CACHE_PY, hunk, (1, 2), "python")
+    # The import drafted for a name the edit used: the store waits.
+    assert carried_lines(CACHE_PY, hunk, (1, 2), "python", importing=True) == {}
