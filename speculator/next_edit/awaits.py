@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import tree_sitter
 
 from .occurrences import MAX_PARSE_CHARS, nearby
-from .trees import is_python_method, node_text, syntax_root
+from .trees import RECEIVERS, is_python_method, node_text, syntax_root
 from .window import lines_with_insertions
 
 # The function definitions of each grammar served (an `async` child marks them async).
@@ -53,7 +53,6 @@ _USED = frozenset(
         ("assignment_expression", "right"),
     }
 )
-_RECEIVERS = frozenset({"self", "this"})
 _ASYNC_WORD = re.compile(r"\b(?:async|await)\b")
 _LANGUAGES = frozenset({"python", "javascript", "javascriptreact", "typescript", "typescriptreact"})
 
@@ -130,7 +129,7 @@ def _callee(call: tree_sitter.Node, defined: dict[str, bool | None]) -> str | No
         return name if defined.get(name) is False else None
     receiver = callee.child_by_field_name("object")
     member = callee.child_by_field_name("attribute") or callee.child_by_field_name("property")
-    if receiver is None or member is None or node_text(receiver) not in _RECEIVERS:
+    if receiver is None or member is None or node_text(receiver) not in RECEIVERS:
         return None
     name = node_text(member)
     return name if defined.get(name) is True else None

@@ -17,34 +17,18 @@ method on `self` or `cls`; a Go function by its name, a method on any value.
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
 
 import tree_sitter
 
 from .occurrences import MAX_PARSE_CHARS
-from .trees import is_python_method, node_text, syntax_root
+from .signatures import FUNCTIONS, Signature, arguments_of, calls_of, signature_at
+from .trees import node_text, syntax_root
 from .window import lines_with_insertions
 
-_FUNCTIONS = {
-    "python": frozenset({"function_definition"}),
-    "go": frozenset({"function_declaration", "method_declaration"}),
-}
 _CALLERS = {
     "python": frozenset({"function_definition"}),
     "go": frozenset({"function_declaration", "method_declaration", "func_literal"}),
 }
-_CALLS = frozenset({"call", "call_expression"})
-# Python parameters that a call must fill by position; any other kind ends them
-# (a default, a splat, a bare `*`).
-_REQUIRED = frozenset({"identifier", "typed_parameter"})
-_RECEIVERS = frozenset({"self", "cls"})
-
-
-class _Signature(NamedTuple):
-    name: str
-    is_method: bool
-    required: list[tree_sitter.Node]  # the parameters' name nodes, in order
-    new: int  # which of them the user just added
 
 
 def caller_argument_lines(
@@ -53,109 +37,37 @@ def caller_argument_lines(
     """Lines of `text` (by 0-based number) where a call of the function whose new
     parameter the user's edit wrote (lines `focus` [a, b) now, `old_lines` before)
     passes the caller's own value of that name."""
-    if language_id not in _FUNCTIONS or len(text) > MAX_PARSE_CHARS:
+    if language_id not in FUNCTIONS or len(text) > MAX_PARSE_CHARS:
         return {}
     root = syntax_root(language_id, text)
-    if root is None:
+    signature = signature_at(root, focus[0], language_id) if root is not None else None
+    new = _new_parameter(signature, focus, " ".join(old_lines)) if signature else None
+    if root is None or signature is None or new is None:
         return {}
-    signature = _signature_at(root, focus, " ".join(old_lines), language_id)
-    if signature is None:
-        return {}
-    name = node_text(signature.required[signature.new])
+    name = signature.names[new]
     inserts = []
-    for call in _calls_of(root, signature, language_id):
-        arguments = call.child_by_field_name("arguments")
-        values = _positional(arguments) if arguments is not None else None
-        if values is None or len(values) != len(signature.required) - 1:
+    for call in calls_of(root, signature, language_id):
+        arguments, values = call.child_by_field_name("arguments"), arguments_of(call)
+        if arguments is None or values is None or len(values) != signature.required - 1:
             continue
-        if arguments is not None and _has_own(call, name, language_id):
-            inserts.append(_insertion(arguments, values, signature.new, name))
+        if any(v.type == "keyword_argument" for v in values):
+            continue
+        if _has_own(call, name, language_id):
+            inserts.append(_insertion(arguments, values, new, name))
     return lines_with_insertions(text, inserts)
 
 
-def _signature_at(
-    root: tree_sitter.Node, focus: tuple[int, int], old: str, language_id: str
-) -> _Signature | None:
-    """The function with one required parameter on lines `focus` that the text
-    `old` they replaced did not name."""
-    node: tree_sitter.Node | None = root
-    while node is not None:
-        if node.type in _FUNCTIONS[language_id]:
-            break
-        node = next(
-            (c for c in node.named_children if c.start_point[0] <= focus[0] <= c.end_point[0]),
-            None,
-        )
-    if node is None:
-        return None
-    name, parameters = node.child_by_field_name("name"), node.child_by_field_name("parameters")
-    if name is None or parameters is None:
-        return None
-    required = _required(parameters, language_id)
-    is_method = node.type == "method_declaration" or is_python_method(node)
-    if required is None:
-        return None
-    if language_id == "python" and is_method and required:
-        required = required[1:] if node_text(required[0]) in _RECEIVERS else required
+def _new_parameter(signature: Signature, focus: tuple[int, int], old: str) -> int | None:
+    """Which required parameter of the function is the one on lines `focus` that
+    the text `old` they replaced did not name (None: not one alone)."""
+    if signature.open_ended:
+        return None  # a call's count of arguments does not say which it fills
     new = [
         i
-        for i, n in enumerate(required)
+        for i, n in enumerate(signature.positional[: signature.required])
         if focus[0] <= n.start_point[0] < focus[1] and not _names(old, node_text(n))
     ]
-    if len(new) != 1:
-        return None
-    return _Signature(node_text(name), is_method, required, new[0])
-
-
-def _required(parameters: tree_sitter.Node, language_id: str) -> list[tree_sitter.Node] | None:
-    """The name nodes of the parameters a call fills by position; None when the
-    function takes a variable number (Go's `...`)."""
-    names: list[tree_sitter.Node] = []
-    for parameter in parameters.named_children:
-        if language_id == "go":
-            if parameter.type != "parameter_declaration":
-                return None
-            names += [c for c in parameter.named_children if c.type == "identifier"]
-            continue
-        if parameter.type not in _REQUIRED:
-            break
-        spelled = parameter if parameter.type == "identifier" else parameter.named_children[0]
-        if spelled.type != "identifier":
-            break  # `*args: int`: what follows is passed by name
-        names.append(spelled)
-    return names
-
-
-def _calls_of(
-    root: tree_sitter.Node, signature: _Signature, language_id: str
-) -> list[tree_sitter.Node]:
-    found, pending = [], [root]
-    while pending:
-        node = pending.pop()
-        pending.extend(node.named_children)
-        callee = node.child_by_field_name("function") if node.type in _CALLS else None
-        if callee is None:
-            continue
-        if not signature.is_method:
-            if callee.type == "identifier" and node_text(callee) == signature.name:
-                found.append(node)
-            continue
-        member = callee.child_by_field_name("attribute") or callee.child_by_field_name("field")
-        receiver = callee.child_by_field_name("object") or callee.child_by_field_name("operand")
-        if member is None or receiver is None or node_text(member) != signature.name:
-            continue
-        if language_id == "go" or node_text(receiver) in _RECEIVERS:
-            found.append(node)
-    return found
-
-
-def _positional(arguments: tree_sitter.Node) -> list[tree_sitter.Node] | None:
-    """A call's arguments, when all are passed by position and none unpacked."""
-    values = [a for a in arguments.named_children if a.type != "comment"]
-    plain = ("keyword_argument", "list_splat", "dictionary_splat", "variadic_argument")
-    if any(a.type in plain for a in values) or arguments.text and b"..." in arguments.text:
-        return None
-    return values
+    return new[0] if len(new) == 1 else None
 
 
 def _has_own(call: tree_sitter.Node, name: str, language_id: str) -> bool:

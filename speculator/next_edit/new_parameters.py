@@ -25,7 +25,7 @@ import tree_sitter
 
 from .line_edits import indentation
 from .occurrences import MAX_PARSE_CHARS
-from .trees import node_text, syntax_root
+from .trees import RECEIVERS, node_text, syntax_root
 from .window import lines_with_insertions
 
 # (language ids, constructor name, definition type, the receiver stores go on)
@@ -52,8 +52,6 @@ _PARAMETERS = {
 # A call passes on at least this many parameters of its function's own to be that
 # wrapper's: one alone (`os.fspath(path)`, `self.socket.send(data)`) is a use.
 MIN_PASSED_ON = 2
-# A method's own object: never stored or passed on.
-_RECEIVERS = frozenset({"self", "cls", "this"})
 
 
 def stored_parameter_lines(text: str, focus: tuple[int, int], language_id: str) -> dict[int, str]:
@@ -127,7 +125,7 @@ def _signature_at(
         body = node.child_by_field_name("body")
         if node.type == definition and parameters is not None and body is not None:
             if parameters.start_point[0] < focus[1] and parameters.end_point[0] >= focus[0]:
-                names = [n for n in _parameter_names(parameters) if n not in _RECEIVERS]
+                names = [n for n in _parameter_names(parameters) if n not in RECEIVERS]
                 return node, body, names
         pending.extend(node.named_children)
     return None

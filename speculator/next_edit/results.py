@@ -17,7 +17,7 @@ from __future__ import annotations
 import tree_sitter
 
 from .occurrences import MAX_PARSE_CHARS
-from .trees import node_text, syntax_root
+from .trees import functions_at, node_text, syntax_root
 from .window import lines_with_insertions
 
 _FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
@@ -30,7 +30,8 @@ def short_return_lines(text: str, focus: tuple[int, int], language_id: str) -> d
     if language_id != "go" or len(text) > MAX_PARSE_CHARS:
         return {}
     root = syntax_root(language_id, text)
-    function = _function_at(root, focus[0]) if root is not None else None
+    functions = functions_at(root, focus[0], _FUNCTIONS) if root is not None else []
+    function = functions[-1] if functions else None  # the innermost
     if function is None:
         return {}
     count = _error_results(function)
@@ -40,20 +41,6 @@ def short_return_lines(text: str, focus: tuple[int, int], language_id: str) -> d
     inserts = [_insert(ret, function) for ret in _returns(body) if _value_count(ret) == count - 1]
     rewrites = lines_with_insertions(text, inserts)
     return {i: line for i, line in rewrites.items() if not focus[0] <= i < focus[1]}
-
-
-def _function_at(root: tree_sitter.Node, row: int) -> tree_sitter.Node | None:
-    """The innermost function (declared, a method or a literal) spanning line `row`."""
-    found = None
-    node: tree_sitter.Node | None = root
-    while node is not None:
-        if node.type in _FUNCTIONS:
-            found = node
-        node = next(
-            (c for c in node.named_children if c.start_point[0] <= row <= c.end_point[0]),
-            None,
-        )
-    return found
 
 
 def _error_results(function: tree_sitter.Node) -> int | None:

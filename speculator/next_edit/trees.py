@@ -17,6 +17,9 @@ import tree_sitter
 from ..languages import new_parser
 from ..syntax import utf8
 
+# A method's own object (Python's `self` and `cls`, JavaScript's `this`): never a
+# parameter that callers pass, stored or passed on.
+RECEIVERS = frozenset({"self", "cls", "this"})
 # Trees kept per thread: the text now and before the edit, of one request or two.
 KEPT_TREES = 4
 
@@ -66,3 +69,16 @@ def is_python_method(function: tree_sitter.Node) -> bool:
         and parent.parent is not None
         and parent.parent.type == "class_definition"
     )
+
+
+def functions_at(root: tree_sitter.Node, row: int, types: frozenset[str]) -> list[tree_sitter.Node]:
+    """The nodes of `types` (functions, calls) whose lines hold line `row`, an outer
+    one before those inside it."""
+    found, pending = [], [root]
+    while pending:
+        node = pending.pop()
+        if node.type in types:
+            found.append(node)
+        spanning = [c for c in node.named_children if c.start_point[0] <= row <= c.end_point[0]]
+        pending.extend(reversed(spanning))
+    return found

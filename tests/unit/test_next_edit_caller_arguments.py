@@ -108,3 +108,14 @@ def test_a_parameter_typed_into_a_signature_is_proposed_at_the_call() -> None:
         min_confidence=0.0,
     )
     assert 'items, err := Load(ctx, "a.json")' in proposed(request)
+
+
+def test_a_parameter_added_to_a_nested_function_is_passed_by_its_callers() -> None:
+    nested = """def outer(items, key):
+    def pick(item, key):
+        return item[key]
+
+    return [pick(item) for item in items]
+"""
+    rewrites = caller_argument_lines(nested, (1, 2), ["    def pick(item):"], "python")
+    assert rewrites == {4: "    return [pick(item, key) for item in items]"}

@@ -1,0 +1,157 @@
+"""Functions as their calls see them (Python and Go): which parameters a call
+fills by position, which by name, and the calls of a function in a file.
+
+caller_arguments.py reads them when a parameter is added (its callers pass it),
+dropped_arguments.py when one is removed (its callers stop passing it).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import tree_sitter
+
+from .trees import RECEIVERS, functions_at, is_python_method, node_text
+
+FUNCTIONS = {
+    "python": frozenset({"function_definition"}),
+    "go": frozenset({"function_declaration", "method_declaration"}),
+}
+CALLS = frozenset({"call", "call_expression"})
+# Python parameters that hold a name a call may pass by position.
+_NAMED = {
+    "identifier": None,
+    "typed_parameter": None,  # the first named child
+    "default_parameter": "name",
+    "typed_default_parameter": "name",
+}
+
+
+class Signature(NamedTuple):
+    name: str
+    is_method: bool
+    positional: list[tree_sitter.Node]  # the name nodes, in order, bar the receiver
+    required: int  # how many of them a call must fill
+    open_ended: bool  # more may follow (`*args`, Go's `...`)
+    keywords: frozenset[str]  # the names a call may pass by name (Python)
+    any_keyword: bool  # `**kwargs`
+
+    @property
+    def names(self) -> list[str]:
+        return [node_text(n) for n in self.positional]
+
+
+def signature_at(root: tree_sitter.Node, row: int, language_id: str) -> Signature | None:
+    """The signature of the innermost function around line `row`."""
+    functions = functions_at(root, row, FUNCTIONS[language_id])
+    return signature_of(functions[-1], language_id) if functions else None
+
+
+def signature_of(function: tree_sitter.Node, language_id: str) -> Signature | None:
+    name, parameters = (
+        function.child_by_field_name("name"),
+        function.child_by_field_name("parameters"),
+    )
+    if name is None or parameters is None:
+        return None
+    if language_id == "go":
+        return _go_signature(node_text(name), function.type == "method_declaration", parameters)
+    return _python_signature(node_text(name), is_python_method(function), parameters)
+
+
+def _go_signature(name: str, is_method: bool, parameters: tree_sitter.Node) -> Signature:
+    positional: list[tree_sitter.Node] = []
+    open_ended = False
+    for parameter in parameters.named_children:
+        if parameter.type == "parameter_declaration":
+            positional += [c for c in parameter.named_children if c.type == "identifier"]
+        open_ended = open_ended or parameter.type == "variadic_parameter_declaration"
+    return Signature(name, is_method, positional, len(positional), open_ended, frozenset(), False)
+
+
+def _python_signature(name: str, is_method: bool, parameters: tree_sitter.Node) -> Signature:
+    positional: list[tree_sitter.Node] = []
+    keywords: set[str] = set()
+    required, by_name_only, open_ended, any_keyword = 0, False, False, False
+    for parameter in parameters.named_children:
+        inner = parameter.named_children[0] if parameter.type == "typed_parameter" else parameter
+        if inner.type in ("keyword_separator", "list_splat_pattern"):
+            by_name_only = True  # what follows is passed by name only
+            open_ended = open_ended or inner.type == "list_splat_pattern"
+        any_keyword = any_keyword or inner.type == "dictionary_splat_pattern"
+        spelled = _spelled(parameter)
+        if spelled is None:
+            continue
+        keywords.add(node_text(spelled))
+        if by_name_only:
+            continue
+        positional.append(spelled)
+        if parameter.type in ("identifier", "typed_parameter") and required == len(positional) - 1:
+            required += 1
+    if is_method and positional and node_text(positional[0]) in RECEIVERS:
+        keywords.discard(node_text(positional[0]))
+        positional, required = positional[1:], max(required - 1, 0)
+    return Signature(
+        name, is_method, positional, required, open_ended, frozenset(keywords), any_keyword
+    )
+
+
+def _spelled(parameter: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The name node of a Python parameter that has a plain name."""
+    if parameter.type not in _NAMED:
+        return None
+    field = _NAMED[parameter.type]
+    if parameter.type == "identifier":
+        return parameter
+    spelled = (
+        parameter.child_by_field_name(field) if field is not None else parameter.named_children[0]
+    )
+    return spelled if spelled is not None and spelled.type == "identifier" else None
+
+
+def calls_of(
+    root: tree_sitter.Node, signature: Signature, language_id: str
+) -> list[tree_sitter.Node]:
+    """The calls in the file that reach the function: a Python function by its name, a
+    method on `self` or `cls`; a Go function by its name, a method on any value."""
+    found, pending = [], [root]
+    while pending:
+        node = pending.pop()
+        pending.extend(node.named_children)
+        callee = node.child_by_field_name("function") if node.type in CALLS else None
+        if callee is None:
+            continue
+        if not signature.is_method:
+            if callee.type == "identifier" and node_text(callee) == signature.name:
+                found.append(node)
+            continue
+        member = callee.child_by_field_name("attribute") or callee.child_by_field_name("field")
+        receiver = callee.child_by_field_name("object") or callee.child_by_field_name("operand")
+        if member is None or receiver is None or node_text(member) != signature.name:
+            continue
+        if language_id == "go" or node_text(receiver) in RECEIVERS:
+            found.append(node)
+    return sorted(found, key=lambda call: call.start_byte)
+
+
+def arguments_of(call: tree_sitter.Node) -> list[tree_sitter.Node] | None:
+    """A call's arguments (bar comments), when none is unpacked (`*args`, Go's `xs...`)."""
+    arguments = call.child_by_field_name("arguments")
+    if arguments is None or arguments.text is not None and b"..." in arguments.text:
+        return None
+    values = [a for a in arguments.named_children if a.type != "comment"]
+    unpacked = ("list_splat", "dictionary_splat", "variadic_argument")
+    return None if any(a.type in unpacked for a in values) else values
+
+
+def by_position(values: list[tree_sitter.Node]) -> list[tree_sitter.Node]:
+    """The arguments passed by position: those before the first passed by name."""
+    named = [i for i, a in enumerate(values) if a.type == "keyword_argument"]
+    return values[: named[0]] if named else values
+
+
+def keyword_name(argument: tree_sitter.Node) -> str | None:
+    """The name a Python argument is passed by (`strict` of `strict=True`)."""
+    if argument.type != "keyword_argument":
+        return None
+    return node_text(argument.child_by_field_name("name"))
