@@ -12,7 +12,8 @@
 - a parameter added to a constructor is stored where the others are, and one
   added to a wrapper passed on where the others are (new_parameters.py);
 - a required parameter added is passed by the callers that have a value of that
-  name (caller_arguments.py).
+  name (caller_arguments.py), and one removed is no longer passed
+  (dropped_arguments.py).
 
 Both give lines of the document rewritten, by line number: the draft writes them
 (draft.py) and the window follows them as it follows renames (core.prepare).
@@ -30,6 +31,7 @@ from ..edits import common_ends
 from .awaits import awaited_call_lines
 from .caller_arguments import caller_argument_lines
 from .draft import word_pattern
+from .dropped_arguments import dropped_argument_lines
 from .line_edits import indentation
 from .new_parameters import forwarded_parameter_lines, stored_parameter_lines
 from .occurrences import nearby
@@ -86,14 +88,17 @@ def carried_lines(
     focus: tuple[int, int] | None,
     language_id: str,
     importing: bool = False,
-) -> dict[int, str]:
+    before: str | None = None,
+) -> dict[int, str | None]:
     """Lines of `text` (by 0-based number) rewritten with the hunk's argument or
     parameter carried on, with the values its Go function's returns now lack, with
     the calls of a function it made async awaited, or with a new parameter stored,
     passed on or passed by its callers (a line may become two); the lines in
     `focus` [a, b), the user's edit, left out. `importing`: the edit's import is
     drafted, and comes first (a name left unbound breaks the module; a parameter
-    not yet stored or passed does not), so a new parameter is not put to use yet."""
+    not yet stored or passed does not), so a new parameter is not put to use yet.
+    `before`: the text before the edit, where an argument that a call no longer
+    passes is read (dropped_arguments.py; its lines deleted are None)."""
     if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
         return {}
     rewrites = short_return_lines(text, focus, language_id)
@@ -112,7 +117,9 @@ def carried_lines(
         rewrites.update(replaced)
     else:
         rewrites.update(forwarded_parameter_lines(text, focus, language_id))
-    return rewrites
+    if before is None:
+        return dict(rewrites)
+    return {**dropped_argument_lines(text, before, focus, language_id), **rewrites}
 
 
 def _default_replaced(

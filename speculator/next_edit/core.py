@@ -284,7 +284,8 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     rewrites: dict[int, str | None] = dict(
         import_lines(request.text, request.path, edit, request.language_id, request.import_sources)
     )
-    rewrites.update(carried_lines(request.text, hunk, focus, request.language_id, bool(rewrites)))
+    importing, language = bool(rewrites), request.language_id
+    rewrites.update(carried_lines(request.text, hunk, focus, language, importing, before))
     rewrites.update(export_lines(before, request.text, request.path, request.language_id))
     rewrites.update(reimport_lines(before, request.text, last, request.path, request.language_id))
     # The user's own change carried on comes first; a lint rule they applied, after.

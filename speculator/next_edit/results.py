@@ -9,7 +9,9 @@ The rule reads the code as it is, not the edit: any return of the function the
 user is editing that is exactly one value short of results ending in `error` gets
 that value. So after the user takes one return's fix, the next one follows. A
 function literal's returns are its own; named results (which allow a bare
-`return`) are left alone.
+`return`) are left alone. So is a return of one call (`return os.ReadFile(path)`)
+unless the function it calls is in this file and has one result: a call of one
+with two is a whole return already.
 """
 
 from __future__ import annotations
@@ -30,7 +32,9 @@ def short_return_lines(text: str, focus: tuple[int, int], language_id: str) -> d
     if language_id != "go" or len(text) > MAX_PARSE_CHARS:
         return {}
     root = syntax_root(language_id, text)
-    functions = functions_at(root, focus[0], _FUNCTIONS) if root is not None else []
+    if root is None:
+        return {}
+    functions = functions_at(root, focus[0], _FUNCTIONS)
     function = functions[-1] if functions else None  # the innermost
     if function is None:
         return {}
@@ -38,7 +42,11 @@ def short_return_lines(text: str, focus: tuple[int, int], language_id: str) -> d
     body = function.child_by_field_name("body")
     if count is None or body is None:
         return {}
-    inserts = [_insert(ret, function) for ret in _returns(body) if _value_count(ret) == count - 1]
+    inserts = [
+        _insert(ret, function)
+        for ret in _returns(body)
+        if _value_count(ret) == count - 1 and not _may_return_more(ret, root)
+    ]
     rewrites = lines_with_insertions(text, inserts)
     return {i: line for i, line in rewrites.items() if not focus[0] <= i < focus[1]}
 
@@ -72,6 +80,47 @@ def _returns(body: tree_sitter.Node) -> list[tree_sitter.Node]:
 def _value_count(ret: tree_sitter.Node) -> int:
     values = _values(ret)
     return len(values.named_children) if values is not None else 0
+
+
+def _may_return_more(ret: tree_sitter.Node, root: tree_sitter.Node) -> bool:
+    """Is the return's value one call of a function that is not known, here, to
+    have one result?"""
+    values = _values(ret)
+    call = values.named_children[0] if values is not None and values.named_child_count else None
+    if call is None or values is None or values.named_child_count != 1:
+        return False
+    callee = call.child_by_field_name("function") if call.type == "call_expression" else None
+    if callee is None:
+        return False
+    name = node_text(callee.child_by_field_name("field") or callee)
+    results = {_result_count(f) for f in _functions_named(root, name)}
+    return results != {1}
+
+
+def _functions_named(root: tree_sitter.Node, name: str) -> list[tree_sitter.Node]:
+    """The functions of this file declared as `name`, or a literal assigned to it."""
+    found, pending = [], [root]
+    while pending:
+        node = pending.pop()
+        pending.extend(node.named_children)
+        if node.type in ("function_declaration", "method_declaration"):
+            if node_text(node.child_by_field_name("name")) == name:
+                found.append(node)
+        elif node.type == "func_literal" and node.parent is not None:
+            assigned = node.parent.parent  # expression_list, then the assignment
+            left = assigned.child_by_field_name("left") if assigned is not None else None
+            if left is not None and node_text(left) == name:
+                found.append(node)
+    return found
+
+
+def _result_count(function: tree_sitter.Node) -> int:
+    result = function.child_by_field_name("result")
+    if result is None:
+        return 0
+    if result.type != "parameter_list":
+        return 1
+    return sum(max(1, len(c.children_by_field_name("name"))) for c in result.named_children)
 
 
 def _values(ret: tree_sitter.Node) -> tree_sitter.Node | None:

@@ -6,6 +6,7 @@ Offsets are Python string offsets into the document's current text.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import overload
 
@@ -222,10 +223,41 @@ def original_window(text: str, edits: list[Edit], window: Window) -> str:
 def lines_with_insertions(text: str, inserts: list[tuple[int, str]]) -> dict[int, str]:
     """The lines of `text` (by 0-based number) that change when each piece is
     inserted at its byte offset into the UTF-8 text (as a syntax tree counts)."""
+    rewrites = lines_with_replacements(text, [(at, at, piece) for at, piece in inserts])
+    return {i: line for i, line in rewrites.items() if line is not None}
+
+
+def lines_with_replacements(
+    text: str, replacements: list[tuple[int, int, str]]
+) -> dict[int, str | None]:
+    """The lines of `text` (by 0-based number) that change when each byte range
+    [start, end) of the UTF-8 text is replaced by its piece: the first line of a
+    range gets the range's lines as replaced (two lines or more when the piece
+    adds some), the lines after it None (deleted). Ranges that overlap are left out."""
     data = text.encode("utf-8")
-    for at, piece in sorted(inserts, reverse=True):
-        data = data[:at] + piece.encode("utf-8") + data[at:]
-    old_lines, new_lines = text.split("\n"), data.decode("utf-8").split("\n")
-    return {
-        i: new for i, (old, new) in enumerate(zip(old_lines, new_lines, strict=True)) if old != new
-    }
+    starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    blocks: list[tuple[int, int, list[tuple[int, int, str]]]] = []
+    done = 0
+    for start, end, piece in sorted(replacements):
+        if start < done:
+            continue  # overlaps the one before
+        first, last = bisect_right(starts, start) - 1, bisect_right(starts, end) - 1
+        if blocks and first <= blocks[-1][1]:
+            blocks[-1] = (blocks[-1][0], max(last, blocks[-1][1]), blocks[-1][2])
+        else:
+            blocks.append((first, last, []))
+        blocks[-1][2].append((start, end, piece))
+        done = max(done, end)
+    lines = text.split("\n")
+    rewrites: dict[int, str | None] = {}
+    for first, last, pieces in blocks:
+        block_end = starts[last + 1] - 1 if last + 1 < len(starts) else len(data)
+        block = data[starts[first] : block_end]
+        for start, end, piece in reversed(pieces):
+            at, to = start - starts[first], end - starts[first]
+            block = block[:at] + piece.encode("utf-8") + block[to:]
+        new = block.decode("utf-8")
+        if new != lines[first] or last > first:
+            rewrites[first] = new
+        rewrites.update(dict.fromkeys(range(first + 1, last + 1)))
+    return rewrites

@@ -54,6 +54,14 @@ def test_a_bare_return_gets_the_checked_name_or_nil() -> None:
     assert rewrites == {18: "\t\treturn writeErr", 20: "\treturn nil"}
 
 
+def test_a_return_of_a_call_that_may_return_the_error_too_is_left_alone() -> None:
+    calls = LOAD_GO.replace("\treturn parse(data)\n", "\treturn os.ReadFile(path)\n")
+    assert 13 not in short_return_lines(calls, (4, 5), "go")  # two results, maybe
+    two = LOAD_GO.replace("func(b []byte) []Item {", "func(b []byte) ([]Item, error) {")
+    assert 13 not in short_return_lines(two, (4, 5), "go")
+    # `parse` (above) returns one value: the return gets the error's.
+
+
 def test_named_results_and_other_languages_are_left_alone() -> None:
     assert short_return_lines(LOAD_GO, (24, 25), "go") == {}  # a bare return is valid
     assert short_return_lines(LOAD_GO, (0, 1), "go") == {}  # outside any function
