@@ -324,3 +324,31 @@ def test_a_method_made_async_is_awaited_where_async_code_calls_it(
     )
     [edit] = engine.next_edit(request).edits  # at the default bar (about 0.87)
     assert edit.new_text == "await " and text[edit.start :].startswith("self.get_json(f")
+
+
+LOADER_GO = """package store
+
+func Load(path string, strict bool) ([]byte, error) {
+	return os.ReadFile(path)
+}
+
+func run() {
+	a, _ := Load("a.json", true)
+	b, _ := Load("b.json", false)
+	fmt.Println(a, b)
+}
+"""
+
+
+def test_a_parameter_removed_is_dropped_from_the_calls(engine: SpeculativeEngine) -> None:
+    at = LOADER_GO.index(", strict bool")
+    history = EditHistory()
+    history.record("u", at, ", strict bool", "")
+    text = LOADER_GO[:at] + LOADER_GO[at + len(", strict bool") :]
+    request = NextEditRequest(
+        text=text, cursor=at, edits=history.edits("u"), path="store.go", language_id="go"
+    )
+    edits = engine.next_edit(request).edits  # at the default bar
+    for edit in sorted(edits, key=lambda e: -e.start):
+        text = text[: edit.start] + edit.new_text + text[edit.end :]
+    assert 'a, _ := Load("a.json")\n\tb, _ := Load("b.json")\n' in text
