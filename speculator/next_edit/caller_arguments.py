@@ -11,7 +11,9 @@ The rule reads the code as it stands: it follows the function whose new
 parameter is on the lines the user just edited (the one required parameter
 there), and fills the calls in this file that are exactly one argument short,
 passing nothing by name or unpacked. A Python function is called by its name, a
-method on `self` or `cls`; a Go function by its name, a method on any value.
+method on `self` or `cls`; a Go function by its name, a method on any value; a
+JavaScript or TypeScript function by its name (a `const` holding one too), a
+method on `this`.
 """
 
 from __future__ import annotations
@@ -25,7 +27,9 @@ from .signatures import FUNCTIONS, Signature, arguments_of, calls_of, signature_
 from .trees import node_text, syntax_root
 from .window import lines_with_insertions
 
+# What holds a caller's own names: a function, and a literal (a closure sees them).
 _CALLERS = {
+    **FUNCTIONS,
     "python": frozenset({"function_definition"}),
     "go": frozenset({"function_declaration", "method_declaration", "func_literal"}),
 }

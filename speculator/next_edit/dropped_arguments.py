@@ -2,7 +2,7 @@
 
 `def load(path, encoding, strict):` made `def load(path, encoding):` leaves each
 call `load("a.txt", "utf-8", True)` an argument over: Python raises a TypeError
-and Go does not compile. The next edit drops the argument where the removed
+Go and TypeScript do not compile. The next edit drops the argument where the removed
 parameter stood (`load("a.txt", "utf-8")`) and, in Python, one passed by its name
 (`strict=True`), unless a `**kwargs` takes it now.
 
@@ -35,6 +35,8 @@ from .signatures import (
 from .trees import functions_at, node_text, syntax_root
 from .window import lines_with_replacements
 
+# A name read: `{strict}` in JavaScript reads `strict` too.
+_NAMES = frozenset({"identifier", "shorthand_property_identifier"})
 # Nodes whose field of that name holds a label, not a value read.
 _LABELLED = {"keyword_argument": "name", "attribute": "attribute"}
 
@@ -193,7 +195,7 @@ def _reads(function: tree_sitter.Node, name: str) -> bool:
         node = pending.pop()
         if node is None:
             continue
-        if node.type == "identifier" and node_text(node) == name and not _labels(node):
+        if node.type in _NAMES and node_text(node) == name and not _labels(node):
             return True
         pending.extend(node.named_children)
     return False

@@ -1,5 +1,6 @@
-"""Functions as their calls see them (Python and Go): which parameters a call
-fills by position, which by name, and the calls of a function in a file.
+"""Functions as their calls see them (Python, Go, JavaScript and TypeScript):
+which parameters a call fills by position, which by name, and the calls of a
+function in a file.
 
 caller_arguments.py reads them when a parameter is added (its callers pass it),
 dropped_arguments.py when one is removed (its callers stop passing it).
@@ -13,9 +14,15 @@ import tree_sitter
 
 from .trees import RECEIVERS, functions_at, is_python_method, node_text
 
+_SCRIPT_FUNCTIONS = frozenset(
+    {"function_declaration", "method_definition", "arrow_function", "function_expression"}
+)
 FUNCTIONS = {
     "python": frozenset({"function_definition"}),
     "go": frozenset({"function_declaration", "method_declaration"}),
+    **dict.fromkeys(
+        ("javascript", "javascriptreact", "typescript", "typescriptreact"), _SCRIPT_FUNCTIONS
+    ),
 }
 CALLS = frozenset({"call", "call_expression"})
 # Python parameters that hold a name a call may pass by position.
@@ -48,15 +55,23 @@ def signature_at(root: tree_sitter.Node, row: int, language_id: str) -> Signatur
 
 
 def signature_of(function: tree_sitter.Node, language_id: str) -> Signature | None:
-    name, parameters = (
-        function.child_by_field_name("name"),
-        function.child_by_field_name("parameters"),
-    )
+    name, parameters = _name_of(function), function.child_by_field_name("parameters")
     if name is None or parameters is None:
         return None
     if language_id == "go":
-        return _go_signature(node_text(name), function.type == "method_declaration", parameters)
-    return _python_signature(node_text(name), is_python_method(function), parameters)
+        return _go_signature(name, function.type == "method_declaration", parameters)
+    if language_id == "python":
+        return _python_signature(name, is_python_method(function), parameters)
+    return _script_signature(name, function.type == "method_definition", parameters)
+
+
+def _name_of(function: tree_sitter.Node) -> str | None:
+    """A function's name, or the name of the variable a literal is assigned to."""
+    name = function.child_by_field_name("name")
+    if name is None and function.parent is not None:
+        if function.parent.type == "variable_declarator":
+            name = function.parent.child_by_field_name("name")
+    return node_text(name) if name is not None and name.type != "error" else None
 
 
 def _go_signature(name: str, is_method: bool, parameters: tree_sitter.Node) -> Signature:
@@ -96,6 +111,30 @@ def _python_signature(name: str, is_method: bool, parameters: tree_sitter.Node) 
     )
 
 
+def _script_signature(name: str, is_method: bool, parameters: tree_sitter.Node) -> Signature | None:
+    positional: list[tree_sitter.Node] = []
+    required, open_ended = 0, False
+    for parameter in parameters.named_children:
+        field = "left" if parameter.type == "assignment_pattern" else "pattern"
+        spelled = (
+            parameter.child_by_field_name(field) if parameter.type != "identifier" else parameter
+        )
+        if (
+            parameter.type == "rest_pattern"
+            or spelled is not None
+            and spelled.type == "rest_pattern"
+        ):
+            open_ended = True
+            break
+        if spelled is None or spelled.type != "identifier":
+            return None  # destructured or a comment: which name a call fills is unclear
+        positional.append(spelled)
+        optional = parameter.type in ("optional_parameter", "assignment_pattern")
+        if not optional and parameter.child_by_field_name("value") is None:
+            required += 1 if required == len(positional) - 1 else 0
+    return Signature(name, is_method, positional, required, open_ended, frozenset(), False)
+
+
 def _spelled(parameter: tree_sitter.Node) -> tree_sitter.Node | None:
     """The name node of a Python parameter that has a plain name."""
     if parameter.type not in _NAMED:
@@ -125,7 +164,10 @@ def calls_of(
             if callee.type == "identifier" and node_text(callee) == signature.name:
                 found.append(node)
             continue
-        member = callee.child_by_field_name("attribute") or callee.child_by_field_name("field")
+        member = next(
+            (m for f in ("attribute", "field", "property") if (m := callee.child_by_field_name(f))),
+            None,
+        )
         receiver = callee.child_by_field_name("object") or callee.child_by_field_name("operand")
         if member is None or receiver is None or node_text(member) != signature.name:
             continue

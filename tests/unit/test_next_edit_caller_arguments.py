@@ -119,3 +119,19 @@ def test_a_parameter_added_to_a_nested_function_is_passed_by_its_callers() -> No
 """
     rewrites = caller_argument_lines(nested, (1, 2), ["    def pick(item):"], "python")
     assert rewrites == {4: "    return [pick(item, key) for item in items]"}
+
+
+def test_typescript_callers_that_have_the_new_parameter_pass_it() -> None:
+    code = """function load(signal: AbortSignal, path: string) {
+  return fetch(path, { signal });
+}
+
+async function sync(signal: AbortSignal) {
+  const items = await load("a.json");
+  return items;
+}
+
+export const main = () => load("b.json");
+"""
+    rewrites = caller_argument_lines(code, (0, 1), ["function load(path: string) {"], "typescript")
+    assert rewrites == {5: '  const items = await load(signal, "a.json");'}

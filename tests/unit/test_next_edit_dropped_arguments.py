@@ -149,3 +149,34 @@ def test_a_parameter_deleted_in_the_editor_is_dropped_at_the_next_call() -> None
         min_confidence=0.0,
     )
     assert 'a = load("a.txt", "utf-8")\n' in proposed(request)
+
+
+CLIENT_TS = """export class Client {
+  fetch(url: string, retries: number, timeout = 5): Promise<Response> {
+    return fetch(url);
+  }
+
+  all(urls: string[]) {
+    return urls.map((url) => this.fetch(url, 3, 10));
+  }
+}
+
+const parse = (text: string, strict: boolean) => JSON.parse(text);
+
+export function main(client: Client) {
+  client.fetch("a", 1);
+  return parse("{}", true);
+}
+"""
+
+
+def test_a_typescript_parameter_removed_is_dropped_at_this_calls_and_const_functions() -> None:
+    before, after = removed(CLIENT_TS, "url: string, retries: number,", "url: string,")
+    assert dropped_argument_lines(after, before, (1, 2), "typescript") == {
+        6: "    return urls.map((url) => this.fetch(url, 10));",
+    }
+    # `client.fetch` is on a value whose class is not known here.
+    before, after = removed(CLIENT_TS, "text: string, strict: boolean", "text: string")
+    assert dropped_argument_lines(after, before, (10, 11), "typescript") == {
+        14: '  return parse("{}");',
+    }
