@@ -1,4 +1,4 @@
-"""A rename made in another file, carried into this one.
+"""A rename or a signature changed in another file, carried into this one.
 
 When the user's newest edit was made in another document (a function renamed
 there, then this file opened), the edit to follow is that rename where this file
@@ -8,6 +8,10 @@ elsewhere says nothing about a variable of the same name here, and only into a
 file that imports the renamed one's module.
 The old name is replaced where it stands as an identifier in code, plain or as an
 attribute (`shapes.describe`, `circle.area`); never in strings or comments.
+
+A function there that gained a required parameter, or lost one, has its calls
+here fixed as in its own file (caller_arguments.py, dropped_arguments.py): the
+calls of a function by its name, and in Go (one package) of a method too.
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ import tree_sitter
 
 from ..edits import Edit
 from ..syntax import byte_offset, line_end
+from .caller_arguments import added_parameter, passed_at_calls
+from .dropped_arguments import dropped_at_calls, removed_parameter
+from .lint_fixes import LineRewrites
 from .occurrences import MAX_PARSE_CHARS, identifiers_on_lines, is_identifier
+from .signatures import Signature
 from .trees import syntax_root
 from .window import line_of, line_starts
 
@@ -51,6 +59,48 @@ _PACKAGE_FILES = frozenset({"__init__", "index", "mod", "lib"})
 # Python's module-level `NAME = value`: an assignment, its name in `left`.
 _ASSIGNMENTS = frozenset({"assignment"})
 _MODULES = frozenset({"module", "program", "source_file"})
+
+
+def carried_across(
+    text: str, path: str, language_id: str, newest: tuple[str, str, Edit] | None
+) -> LineRewrites:
+    """Lines of `text` rewritten by the newest edit, made in a document of the same
+    language (its file suffix) that this one imports (`newest`: its path, its text
+    before the edit, the edit): a definition it renamed, renamed here; the calls of
+    a function whose parameters it changed, fixed."""
+    if newest is None:
+        return {}
+    source, before, edit = newest
+    if PurePosixPath(source).suffix != PurePosixPath(path).suffix:
+        return {}
+    if not imports_from(text, path, source):
+        return {}
+    return renamed_lines(text, language_id, before, edit) or called_lines(
+        text, language_id, before, edit
+    )
+
+
+def called_lines(text: str, language_id: str, before: str, edit: Edit) -> LineRewrites:
+    """The lines of `text` (0-based) whose calls of a function that `edit` (made on
+    the other document's `before`) gave a parameter or took one from, fixed."""
+    after = edit.apply(before)
+    row = after.count("\n", 0, edit.start)
+    dropped = removed_parameter(after, before, row, language_id)
+    if dropped is not None:
+        here = _callable_here(dropped.signature, language_id)
+        return dropped_at_calls(text, dropped, language_id) if here else {}
+    old_lines = before.split("\n")[row : row + edit.old.count("\n") + 1]
+    focus = (row, row + edit.new.count("\n") + 1)
+    added = added_parameter(after, focus, old_lines, language_id)
+    if added is None or not _callable_here(added[0], language_id):
+        return {}
+    return dict(passed_at_calls(text, added, language_id))
+
+
+def _callable_here(signature: Signature, language_id: str) -> bool:
+    """Are the calls here by that name the function's? A method's are where the
+    receiver's type is known: on `self` in its class, on any value in Go's package."""
+    return not signature.is_method or language_id == "go"
 
 
 def imports_from(text: str, path: str, source: str) -> bool:

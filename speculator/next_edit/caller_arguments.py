@@ -41,13 +41,30 @@ def caller_argument_lines(
     """Lines of `text` (by 0-based number) where a call of the function whose new
     parameter the user's edit wrote (lines `focus` [a, b) now, `old_lines` before)
     passes the caller's own value of that name."""
+    added = added_parameter(text, focus, old_lines, language_id)
+    return passed_at_calls(text, added, language_id) if added is not None else {}
+
+
+def added_parameter(
+    text: str, focus: tuple[int, int], old_lines: list[str], language_id: str
+) -> tuple[Signature, int] | None:
+    """The function whose one new required parameter an edit wrote on lines `focus`
+    (`old_lines` before it), and which parameter that is."""
     if language_id not in FUNCTIONS or len(text) > MAX_PARSE_CHARS:
-        return {}
+        return None
     root = syntax_root(language_id, text)
     signature = signature_at(root, focus[0], language_id) if root is not None else None
     new = _new_parameter(signature, focus, " ".join(old_lines)) if signature else None
-    if root is None or signature is None or new is None:
+    return (signature, new) if signature is not None and new is not None else None
+
+
+def passed_at_calls(text: str, added: tuple[Signature, int], language_id: str) -> dict[int, str]:
+    """Lines of `text` (by 0-based number) where a call one argument short passes
+    the caller's own value of the new parameter's name."""
+    root = syntax_root(language_id, text) if len(text) <= MAX_PARSE_CHARS else None
+    if root is None:
         return {}
+    signature, new = added
     name = signature.names[new]
     inserts = []
     for call in calls_of(root, signature, language_id):

@@ -11,14 +11,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from pathlib import PurePosixPath
 from typing import NamedTuple
 
 from ..edits import Edit
 from ..outcome import PureStop
 from ..syntax import line_end
 from ..types import CancelToken, EngineError, Speculation, Stats
-from .across import imports_from, renamed_lines
+from .across import carried_across
 from .call_edits import carried_lines
 from .draft import BUILTINS, draft_window, is_imported, renames
 from .exports import export_lines
@@ -243,7 +242,8 @@ class Drafted(NamedTuple):
 def _carried(request: NextEditRequest, hunks: list[Hunk], newest_elsewhere: bool) -> Carried:
     """A rename made in another file since the last edit here is followed first;
     else (it renamed nothing used here) this file's own last edit, if there is one."""
-    across = _carried_across(request) if newest_elsewhere else {}
+    newest = request.elsewhere[0] if newest_elsewhere else None
+    across = carried_across(request.text, request.path, request.language_id, newest)
     if across or not request.edits:
         return Carried(None, None, [], across)
     return _carried_here(request, hunks)
@@ -362,18 +362,6 @@ def _source(request: NextEditRequest) -> Source:
     """The document, and the names its user wrote lately (undefined.py)."""
     new = [e.new for e in request.edits] + [e.new for _, _, e in request.elsewhere]
     return Source(request.text, request.path, request.language_id, words(new))
-
-
-def _carried_across(request: NextEditRequest) -> dict[int, str]:
-    """Lines rewritten by the newest edit, made in a document of the same language
-    (its file suffix) that this one imports: a definition it renamed, renamed here
-    (across.py)."""
-    path, before, edit = request.elsewhere[0]
-    if PurePosixPath(path).suffix != PurePosixPath(request.path).suffix:
-        return {}
-    if not imports_from(request.text, request.path, path):
-        return {}
-    return renamed_lines(request.text, request.language_id, before, edit)
 
 
 def skipped(request: NextEditRequest) -> NextEditResult:

@@ -41,7 +41,7 @@ _NAMES = frozenset({"identifier", "shorthand_property_identifier"})
 _LABELLED = {"keyword_argument": "name", "attribute": "attribute"}
 
 
-class _Dropped(NamedTuple):
+class Dropped(NamedTuple):
     """What the calls of a function stop passing: the argument at `at` of those
     that pass `counts` by position, and the one passed by the name `keyword`."""
 
@@ -57,14 +57,29 @@ def dropped_argument_lines(
     """Lines of `text` (by 0-based number) where a call stops passing the argument
     that the user's edit (lines `focus` [a, b) now; `before`, the text it changed)
     removed from the function's parameters or from one of its calls."""
+    dropped = removed_parameter(text, before, focus[0], language_id)
+    if dropped is None and language_id in FUNCTIONS and len(before) <= MAX_PARSE_CHARS:
+        root, old_root = syntax_root(language_id, text), syntax_root(language_id, before)
+        if root is not None and old_root is not None:
+            dropped = _argument_removed(root, old_root, focus[0], language_id)
+    return dropped_at_calls(text, dropped, language_id) if dropped is not None else {}
+
+
+def removed_parameter(text: str, before: str, row: int, language_id: str) -> Dropped | None:
+    """The parameter an edit on line `row` removed from its function's signature
+    (`before`: the text it changed)."""
     if language_id not in FUNCTIONS or max(len(text), len(before)) > MAX_PARSE_CHARS:
-        return {}
+        return None
     root, old_root = syntax_root(language_id, text), syntax_root(language_id, before)
     if root is None or old_root is None:
-        return {}
-    dropped = _parameter_removed(root, old_root, focus[0], language_id)
-    dropped = dropped or _argument_removed(root, old_root, focus[0], language_id)
-    if dropped is None:
+        return None
+    return _parameter_removed(root, old_root, row, language_id)
+
+
+def dropped_at_calls(text: str, dropped: Dropped, language_id: str) -> dict[int, str | None]:
+    """Lines of `text` (by 0-based number) where a call stops passing the argument."""
+    root = syntax_root(language_id, text) if len(text) <= MAX_PARSE_CHARS else None
+    if root is None:
         return {}
     cuts = [_cut(call, dropped) for call in calls_of(root, dropped.signature, language_id)]
     return lines_with_replacements(text, [c for c in cuts if c is not None])
@@ -72,7 +87,7 @@ def dropped_argument_lines(
 
 def _parameter_removed(
     root: tree_sitter.Node, old_root: tree_sitter.Node, row: int, language_id: str
-) -> _Dropped | None:
+) -> Dropped | None:
     """The parameter the edit removed from the signature of the function at `row`."""
     pair = _same_innermost(root, old_root, row, FUNCTIONS[language_id])
     if pair is None:
@@ -88,16 +103,16 @@ def _parameter_removed(
         return None  # a body that reads it still is the next edit's place
     keyword = gone[0] if not new.any_keyword else None
     if index is None:
-        return _Dropped(new, None, range(0), keyword) if keyword else None
+        return Dropped(new, None, range(0), keyword) if keyword else None
     # A value passed by position at `index` was that parameter's, in a call that
     # passed no more than the function took.
     counts = range(index + 1, 10_000 if old.open_ended else len(old.positional) + 1)
-    return _Dropped(new, index, counts, keyword)
+    return Dropped(new, index, counts, keyword)
 
 
 def _argument_removed(
     root: tree_sitter.Node, old_root: tree_sitter.Node, row: int, language_id: str
-) -> _Dropped | None:
+) -> Dropped | None:
     """The argument the edit removed from the call at `row`, when the function it
     calls is defined in this file and no longer takes it."""
     pair = _same_innermost(root, old_root, row, CALLS)
@@ -118,11 +133,11 @@ def _argument_removed(
         keyword = keyword_name(old_values[index]) if index is not None else None
         if keyword is None or keyword in signature.keywords or signature.any_keyword:
             return None
-        return _Dropped(signature, None, range(0), keyword)
+        return Dropped(signature, None, range(0), keyword)
     index = _one_removed(old_texts, new_texts)
     if index is None or signature.open_ended or len(old_texts) <= len(signature.positional):
         return None  # the function still takes that many
-    return _Dropped(signature, index, range(len(old_texts), len(old_texts) + 1), None)
+    return Dropped(signature, index, range(len(old_texts), len(old_texts) + 1), None)
 
 
 def _same_innermost(
@@ -169,7 +184,7 @@ def _one_removed(old: list[str], new: list[str]) -> int | None:
     return index if old[index + 1 :] == new[index:] else None
 
 
-def _cut(call: tree_sitter.Node, dropped: _Dropped) -> tuple[int, int, str] | None:
+def _cut(call: tree_sitter.Node, dropped: Dropped) -> tuple[int, int, str] | None:
     """The bytes of the call to delete: the dropped argument and its comma."""
     values = arguments_of(call)
     if values is None:

@@ -4,7 +4,12 @@
 from __future__ import annotations
 
 from speculator.edits import Edit
-from speculator.next_edit.across import imports_from, renamed_definitions, renamed_lines
+from speculator.next_edit.across import (
+    carried_across,
+    imports_from,
+    renamed_definitions,
+    renamed_lines,
+)
 from speculator.next_edit.core import NextEditRequest, Plan, prepare
 
 SHAPES = """\
@@ -162,3 +167,55 @@ def test_this_files_own_edit_is_followed_when_the_newer_one_elsewhere_renamed_no
     elsewhere = [("shapes.py", SHAPES, Edit(shapes_at, "10", "20", at=2.0))]
     plan = prepare(NextEditRequest(text, at + 5, [own], "main.py", "python", elsewhere))
     assert "count" in proposed_line(text, plan)  # `size` carried on (first: the comment)
+
+
+PRICE = """\
+def total(items, rate, currency):
+    return sum(items) * (1 + rate)
+"""
+
+CART = """\
+from price import total
+
+
+def checkout(cart, region):
+    net = total(cart, 0.2, "EUR")
+    return net, total(cart, 0.0, "USD")
+"""
+
+
+def test_a_parameter_removed_in_another_file_is_dropped_at_the_calls_here() -> None:
+    at = PRICE.index(", currency")
+    edit = Edit(at, ", currency", "", at=2.0)
+    assert carried_across(CART, "cart.py", "python", ("price.py", PRICE, edit)) == {
+        4: "    net = total(cart, 0.2)",
+        5: "    return net, total(cart, 0.0)",
+    }
+    # Not into a file that does not import it.
+    assert carried_across(CART, "cart.py", "python", ("tax.py", PRICE, edit)) == {}
+    plan = prepare(
+        NextEditRequest(
+            text=CART, cursor=0, edits=[], path="cart.py", elsewhere=[("price.py", PRICE, edit)]
+        )
+    )
+    assert proposed_line(CART, plan) == "    net = total(cart, 0.2)"
+
+
+def test_a_parameter_added_in_another_file_is_passed_by_the_callers_that_have_it() -> None:
+    at = PRICE.index("items, rate")
+    edit = Edit(at, "", "region, ", at=2.0)
+    assert carried_across(CART, "cart.py", "python", ("price.py", PRICE, edit)) == {
+        4: '    net = total(region, cart, 0.2, "EUR")',
+        5: '    return net, total(region, cart, 0.0, "USD")',
+    }
+    # Calls two short, or a caller without a `region`: what to pass is the user's.
+    two = CART.replace(', "EUR")', ")").replace("(cart, region)", "(cart)")
+    assert carried_across(two, "cart.py", "python", ("price.py", PRICE, edit)) == {}
+
+
+def test_a_method_changed_in_another_file_is_left_to_its_own() -> None:
+    code = "class Cart:\n    def total(self, items, rate):\n        return 0\n"
+    at = code.index(", rate")
+    edit = Edit(at, ", rate", "", at=2.0)
+    calling = "from price import Cart\n\n\ndef f(c):\n    return c.total([], 0.2)\n"
+    assert carried_across(calling, "cart.py", "python", ("price.py", code, edit)) == {}
