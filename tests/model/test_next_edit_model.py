@@ -352,3 +352,21 @@ def test_a_parameter_removed_is_dropped_from_the_calls(engine: SpeculativeEngine
     for edit in sorted(edits, key=lambda e: -e.start):
         text = text[: edit.start] + edit.new_text + text[edit.end :]
     assert 'a, _ := Load("a.json")\n\tb, _ := Load("b.json")\n' in text
+
+
+def test_a_parameter_removed_in_another_file_is_dropped_at_the_call_here(
+    engine: SpeculativeEngine,
+) -> None:
+    """`currency` removed from price.py's `total`, then cart.py (which imports it)
+    asked: the model scores the call without it, at the shipped bar."""
+    price = "def total(items, rate, currency):\n    return sum(items) * (1 + rate)\n"
+    history = EditHistory()
+    history.record("file:///price.py", price.index(", currency"), ", currency", "")
+    [(_, edit)] = history.elsewhere("file:///cart.py")
+    cart = 'from price import total\n\n\ndef checkout(cart):\n    return total(cart, 0.2, "EUR")\n'
+    request = NextEditRequest(
+        text=cart, cursor=0, edits=[], path="cart.py", elsewhere=[("price.py", price, edit)]
+    )
+    [proposed] = engine.next_edit(request).edits
+    after = cart[: proposed.start] + proposed.new_text + cart[proposed.end :]
+    assert after.splitlines()[-1] == "    return total(cart, 0.2)"
