@@ -24,7 +24,7 @@ from collections.abc import Iterator
 import tree_sitter
 
 from .occurrences import MAX_PARSE_CHARS, nearby
-from .trees import RECEIVERS, is_python_method, node_text, syntax_root
+from .trees import RECEIVERS, descendants, is_python_method, node_text, syntax_root
 from .window import lines_with_insertions
 
 # The function definitions of each grammar served (an `async` child marks them async).
@@ -78,7 +78,7 @@ def awaited_call_lines(text: str, focus: tuple[int, int], language_id: str) -> d
         return {}
     starts = [
         (call.start_byte, "await ")
-        for call in _descendants(root, _CALLS)
+        for call in descendants(root, _CALLS)
         if _callee(call, defined) in followed and _unawaited(call) and _in_async(call)
     ]
     rewrites = lines_with_insertions(text, starts)
@@ -90,7 +90,7 @@ def _async_definitions(root: tree_sitter.Node) -> dict[str, bool | None]:
     `this`), None when a definition of that name is not async (which one a call
     reaches is unknown)."""
     found: dict[str, bool | None] = {}
-    for function in _descendants(root, _FUNCTIONS):
+    for function in descendants(root, _FUNCTIONS):
         name = function.child_by_field_name("name")
         if name is None:
             continue
@@ -107,7 +107,7 @@ def _async_definitions(root: tree_sitter.Node) -> dict[str, bool | None]:
 def _names_on_lines(root: tree_sitter.Node, focus: tuple[int, int]) -> Iterator[str]:
     """Names of the functions defined, or of the calls awaited, on lines `focus`."""
     first, end = focus
-    for node in _descendants(root, _FUNCTIONS | _AWAITS):
+    for node in descendants(root, _FUNCTIONS | _AWAITS):
         name = node.child_by_field_name("name")
         if name is not None and first <= name.start_point[0] < end:
             yield node_text(name)
@@ -179,12 +179,3 @@ def _enclosing_function(node: tree_sitter.Node) -> tree_sitter.Node | None:
 
 def _is_async(function: tree_sitter.Node) -> bool:
     return any(c.type == "async" for c in function.children)
-
-
-def _descendants(root: tree_sitter.Node, types: frozenset[str]) -> Iterator[tree_sitter.Node]:
-    pending = [root]
-    while pending:
-        node = pending.pop()
-        if node.type in types:
-            yield node
-        pending.extend(reversed(node.named_children))

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..edits import common_ends
+from ..syntax import byte_offset
 from .awaits import awaited_call_lines
 from .caller_arguments import caller_argument_lines
 from .draft import word_pattern
@@ -36,7 +37,7 @@ from .line_edits import indentation
 from .new_parameters import forwarded_parameter_lines, stored_parameter_lines
 from .occurrences import nearby
 from .results import short_return_lines
-from .window import Hunk, line_of, line_starts
+from .window import Hunk, line_of, line_starts, lines_with_insertions
 
 _CALLEE = re.compile(r"[A-Za-z_][\w.]*$")
 _KEYWORD_ARGUMENT = re.compile(r"\s*(\w+)\s*=(?!=)")
@@ -282,13 +283,7 @@ def _with_argument(text: str, ins: ArgumentInsertion, focus: tuple[int, int]) ->
             inserts.append((opening + 1, ins.text))
         elif not args.rstrip().endswith(","):
             inserts.append((closing, ins.text))
-    new_text = text
-    for at, piece in sorted(inserts, reverse=True):
-        new_text = new_text[:at] + piece + new_text[at:]
-    old_lines, new_lines = text.split("\n"), new_text.split("\n")
-    return {
-        i: new for i, (old, new) in enumerate(zip(old_lines, new_lines, strict=True)) if old != new
-    }
+    return lines_with_insertions(text, [(byte_offset(text, at), piece) for at, piece in inserts])
 
 
 def _same_slots(args: str, count: int) -> bool:

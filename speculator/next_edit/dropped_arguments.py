@@ -32,7 +32,7 @@ from .signatures import (
     keyword_name,
     signature_of,
 )
-from .trees import functions_at, node_text, syntax_root
+from .trees import descendants, functions_at, node_text, syntax_root
 from .window import lines_with_replacements
 
 # A name read: `{strict}` in JavaScript reads `strict` too.
@@ -162,15 +162,8 @@ def _callee_signature(
     if callee is None:
         return None
     name = node_text(callee).rsplit(".", 1)[-1]
-    found: list[Signature] = []
-    pending = [root]
-    while pending and len(found) < 2:
-        node = pending.pop()
-        pending.extend(node.named_children)
-        if node.type in FUNCTIONS[language_id]:
-            signature = signature_of(node, language_id)
-            if signature is not None and signature.name == name:
-                found.append(signature)
+    signatures = (signature_of(f, language_id) for f in descendants(root, FUNCTIONS[language_id]))
+    found = [s for s in signatures if s is not None and s.name == name][:2]
     if len(found) != 1 or found[0].is_method != (callee.type != "identifier"):
         return None
     return found[0]
@@ -205,15 +198,9 @@ def _cut(call: tree_sitter.Node, dropped: Dropped) -> tuple[int, int, str] | Non
 
 def _reads(function: tree_sitter.Node, name: str) -> bool:
     """Does the function's body use `name` (not as an argument's name or a member)?"""
-    pending = [function.child_by_field_name("body")]
-    while pending:
-        node = pending.pop()
-        if node is None:
-            continue
-        if node.type in _NAMES and node_text(node) == name and not _labels(node):
-            return True
-        pending.extend(node.named_children)
-    return False
+    body = function.child_by_field_name("body")
+    names = descendants(body, _NAMES) if body is not None else iter(())
+    return any(node_text(n) == name and not _labels(n) for n in names)
 
 
 def _labels(identifier: tree_sitter.Node) -> bool:

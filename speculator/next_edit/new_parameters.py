@@ -25,7 +25,7 @@ import tree_sitter
 
 from .line_edits import indentation
 from .occurrences import MAX_PARSE_CHARS
-from .trees import RECEIVERS, node_text, syntax_root
+from .trees import RECEIVERS, descendants, node_text, syntax_root
 from .window import lines_with_insertions
 
 # (language ids, constructor name, definition type, the receiver stores go on)
@@ -49,6 +49,8 @@ _PARAMETERS = {
     "required_parameter": "pattern",  # typescript
     "optional_parameter": "pattern",
 }
+# Python scopes of their own inside a function.
+_NESTED = frozenset({"function_definition", "lambda", "class_definition"})
 # A call passes on at least this many parameters of its function's own to be that
 # wrapper's: one alone (`os.fspath(path)`, `self.socket.send(data)`) is a use.
 MIN_PASSED_ON = 2
@@ -167,16 +169,9 @@ def _store_lines(
 
 def _argument_lists(body: tree_sitter.Node) -> list[tree_sitter.Node]:
     """The argument lists of the calls in a function body (not in nested functions)."""
-    found, pending = [], [body]
-    while pending:
-        node = pending.pop()
-        if node.type == "call":
-            arguments = node.child_by_field_name("arguments")
-            if arguments is not None and arguments.type == "argument_list":
-                found.append(arguments)
-        if node.type not in ("function_definition", "lambda", "class_definition"):
-            pending.extend(node.named_children)
-    return found
+    calls = descendants(body, frozenset({"call"}), _NESTED)
+    lists = (call.child_by_field_name("arguments") for call in calls)
+    return [a for a in lists if a is not None and a.type == "argument_list"]
 
 
 def _passed_on(arguments: tree_sitter.Node) -> set[str] | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import tree_sitter
 
 from .occurrences import MAX_PARSE_CHARS
-from .trees import functions_at, node_text, syntax_root
+from .trees import descendants, functions_at, node_text, syntax_root
 from .window import lines_with_insertions
 
 _FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
@@ -67,14 +67,7 @@ def _error_results(function: tree_sitter.Node) -> int | None:
 
 def _returns(body: tree_sitter.Node) -> list[tree_sitter.Node]:
     """The return statements of a function body, not those of its function literals."""
-    found, pending = [], [body]
-    while pending:
-        node = pending.pop()
-        if node.type == "return_statement":
-            found.append(node)
-        elif node.type != "func_literal":
-            pending.extend(node.named_children)
-    return found
+    return list(descendants(body, frozenset({"return_statement"}), frozenset({"func_literal"})))
 
 
 def _value_count(ret: tree_sitter.Node) -> int:
@@ -99,18 +92,15 @@ def _may_return_more(ret: tree_sitter.Node, root: tree_sitter.Node) -> bool:
 
 def _functions_named(root: tree_sitter.Node, name: str) -> list[tree_sitter.Node]:
     """The functions of this file declared as `name`, or a literal assigned to it."""
-    found, pending = [], [root]
-    while pending:
-        node = pending.pop()
-        pending.extend(node.named_children)
-        if node.type in ("function_declaration", "method_declaration"):
-            if node_text(node.child_by_field_name("name")) == name:
-                found.append(node)
-        elif node.type == "func_literal" and node.parent is not None:
-            assigned = node.parent.parent  # expression_list, then the assignment
-            left = assigned.child_by_field_name("left") if assigned is not None else None
-            if left is not None and node_text(left) == name:
-                found.append(node)
+    found = []
+    for node in descendants(root, _FUNCTIONS):
+        if node.type != "func_literal":
+            named = node.child_by_field_name("name")
+        else:  # expression_list, then the assignment
+            assigned = node.parent.parent if node.parent is not None else None
+            named = assigned.child_by_field_name("left") if assigned is not None else None
+        if node_text(named) == name:
+            found.append(node)
     return found
 
 

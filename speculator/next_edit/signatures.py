@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import tree_sitter
 
-from .trees import RECEIVERS, functions_at, is_python_method, node_text
+from .trees import RECEIVERS, descendants, functions_at, is_python_method, node_text
 
 _SCRIPT_FUNCTIONS = frozenset(
     {"function_declaration", "method_definition", "arrow_function", "function_expression"}
@@ -152,12 +152,11 @@ def calls_of(
     root: tree_sitter.Node, signature: Signature, language_id: str
 ) -> list[tree_sitter.Node]:
     """The calls in the file that reach the function: a Python function by its name, a
-    method on `self` or `cls`; a Go function by its name, a method on any value."""
-    found, pending = [], [root]
-    while pending:
-        node = pending.pop()
-        pending.extend(node.named_children)
-        callee = node.child_by_field_name("function") if node.type in CALLS else None
+    method on `self` or `cls`; a Go function by its name, a method on any value; a
+    JavaScript or TypeScript function by its name, a method on `this`."""
+    found = []
+    for node in descendants(root, CALLS):
+        callee = node.child_by_field_name("function")
         if callee is None:
             continue
         if not signature.is_method:
@@ -173,7 +172,7 @@ def calls_of(
             continue
         if language_id == "go" or node_text(receiver) in RECEIVERS:
             found.append(node)
-    return sorted(found, key=lambda call: call.start_byte)
+    return found
 
 
 def arguments_of(call: tree_sitter.Node) -> list[tree_sitter.Node] | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 
 import tree_sitter
 
@@ -69,6 +70,20 @@ def is_python_method(function: tree_sitter.Node) -> bool:
         and parent.parent is not None
         and parent.parent.type == "class_definition"
     )
+
+
+def descendants(
+    root: tree_sitter.Node, types: frozenset[str], pruned: frozenset[str] = frozenset()
+) -> Iterator[tree_sitter.Node]:
+    """The nodes of `types` at or under `root`, in source order; under a node of
+    `pruned` (a nested function), none."""
+    pending = [root]
+    while pending:
+        node = pending.pop()
+        if node.type in types:
+            yield node
+        if node.type not in pruned or node.id == root.id:
+            pending.extend(reversed(node.named_children))
 
 
 def functions_at(root: tree_sitter.Node, row: int, types: frozenset[str]) -> list[tree_sitter.Node]:
