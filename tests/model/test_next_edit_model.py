@@ -370,3 +370,31 @@ def test_a_parameter_removed_in_another_file_is_dropped_at_the_call_here(
     [proposed] = engine.next_edit(request).edits
     after = cart[: proposed.start] + proposed.new_text + cart[proposed.end :]
     assert after.splitlines()[-1] == "    return total(cart, 0.2)"
+
+
+CONFIG_GO = """package config
+
+import "os"
+
+type Config struct {
+	Path string
+}
+
+func Load(path string) (*Config, int, error) {
+	data := os.ReadFile(path)
+	cfg := &Config{Path: string(data)}
+	return cfg, len(data), nil
+}
+"""
+
+
+def test_an_error_assigned_gets_its_check(engine: SpeculativeEngine) -> None:
+    at = CONFIG_GO.index("data := ") + len("data")
+    history = EditHistory()
+    history.record("u", at, "", ", err")
+    text = CONFIG_GO[:at] + ", err" + CONFIG_GO[at:]
+    request = NextEditRequest(
+        text=text, cursor=at, edits=history.edits("u"), path="config.go", language_id="go"
+    )
+    [edit] = engine.next_edit(request).edits  # at the default bar (about 0.08)
+    assert edit.new_text == "\tif err != nil {\n\t\treturn nil, 0, err\n\t}\n"

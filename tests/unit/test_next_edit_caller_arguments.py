@@ -3,11 +3,9 @@ value of that name (speculator/next_edit/caller_arguments.py)."""
 
 from __future__ import annotations
 
-from test_next_edit_line_edits import proposed
+from test_next_edit_line_edits import inserted, proposed
 
-from speculator.edits import EditHistory
 from speculator.next_edit.caller_arguments import caller_argument_lines
-from speculator.next_edit.core import NextEditRequest
 
 STORE_GO = """package store
 
@@ -97,16 +95,7 @@ def test_nothing_is_passed_without_one_new_required_parameter() -> None:
 def test_a_parameter_typed_into_a_signature_is_proposed_at_the_call() -> None:
     before = STORE_GO.replace("ctx context.Context, path string", "path string")
     at = before.index("path string")
-    history = EditHistory()
-    history.record("u", at, "", "ctx context.Context, ")
-    request = NextEditRequest(
-        text=STORE_GO,
-        cursor=at + len("ctx context.Context, "),
-        edits=history.edits("u"),
-        path="store.go",
-        language_id="go",
-        min_confidence=0.0,
-    )
+    request = inserted(before, at, "ctx context.Context, ", "store.go", "go")
     assert 'items, err := Load(ctx, "a.json")' in proposed(request)
 
 

@@ -23,7 +23,10 @@ CODE = """def check(hookimpl):
 ANCHOR = "raise PluginValidationError("
 
 
-def inserted(text: str, at: int, new: str) -> NextEditRequest:
+def inserted(
+    text: str, at: int, new: str, path: str = "m.py", language_id: str = "python"
+) -> NextEditRequest:
+    """The request after `new` was typed at `at` into `text`, at a bar of 0."""
     history = EditHistory()
     history.record("u", at, "", new)
     after = text[:at] + new + text[at:]
@@ -31,7 +34,8 @@ def inserted(text: str, at: int, new: str) -> NextEditRequest:
         text=after,
         cursor=at + len(new.rstrip("\n")),
         edits=history.edits("u"),
-        path="m.py",
+        path=path,
+        language_id=language_id,
         min_confidence=0.0,
     )
 
