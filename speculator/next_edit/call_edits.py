@@ -7,8 +7,8 @@
   `'--deduplicate'` says nothing of `cmd_output(*diff_cmd, ref)`);
 - a parameter added with a name as its default (`timeout: float = TIMEOUT_S`)
   takes that name's place in the function's body: the body now reads the parameter;
-- a Go function's results grown by an `error` reach its returns (results.py),
-  and an error assigned gets its check (error_checks.py);
+- a Go function's results grown by an `error` reach its returns and its
+  callers (results.py), and an error assigned gets its check (error_checks.py);
 - a function made async is awaited where async code calls it (awaits.py);
 - a parameter added to a constructor is stored where the others are, and one
   added to a wrapper passed on where the others are (new_parameters.py);
@@ -38,7 +38,7 @@ from .error_checks import error_check_lines
 from .line_edits import indentation
 from .new_parameters import forwarded_parameter_lines, stored_parameter_lines
 from .occurrences import nearby
-from .results import short_return_lines
+from .results import short_assignment_lines, short_return_lines
 from .window import Hunk, line_of, line_starts, lines_with_insertions
 
 _CALLEE = re.compile(r"[A-Za-z_][\w.]*$")
@@ -104,7 +104,8 @@ def carried_lines(
     passes is read (dropped_arguments.py; its lines deleted are None)."""
     if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
         return {}
-    rewrites = short_return_lines(text, focus, language_id)
+    rewrites = short_assignment_lines(text, language_id)
+    rewrites.update(short_return_lines(text, focus, language_id))
     rewrites.update(error_check_lines(text, focus, language_id))
     rewrites.update(awaited_call_lines(text, focus, language_id))
     if not importing:

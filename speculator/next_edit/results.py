@@ -1,4 +1,4 @@
-"""A Go function's results grown by an error, carried to its returns.
+"""A Go function's results grown by an error, carried to its returns and callers.
 
 `func Load(path string) Config {` made `func Load(path string) (Config, error) {`
 leaves each `return Config{}` in its body a value short, and the compiler says
@@ -12,6 +12,12 @@ function literal's returns are its own; named results (which allow a bare
 `return`) are left alone. So is a return of one call (`return os.ReadFile(path)`)
 unless the function it calls is in this file and has one result: a call of one
 with two is a whole return already.
+
+Its callers are then a value short too: `items := LoadItems(dir)` becomes
+`items, err := LoadItems(dir)` (error_checks.py then drafts the check after it).
+Any such call in the file is fixed, wherever the user's edit was: a function or
+method declared here whose last result is an `error`, called alone on the right
+of a `:=` with one name fewer than its results.
 """
 
 from __future__ import annotations
@@ -23,6 +29,9 @@ from .trees import descendants, functions_at, node_text, syntax_root
 from .window import lines_with_insertions
 
 _FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
+# How a call names a function (`Load(...)`) and a method (`s.Load(...)`).
+_CALLED_AS = {"function_declaration": "identifier", "method_declaration": "selector_expression"}
+_CALLEES = frozenset(_CALLED_AS.values())
 
 
 def short_return_lines(text: str, focus: tuple[int, int], language_id: str) -> dict[int, str]:
@@ -157,3 +166,43 @@ def _checked_error(condition: tree_sitter.Node | None) -> str | None:
     if node_text(operator) == "!=" and right.type == "nil" and is_error_name:
         return name
     return None
+
+
+def short_assignment_lines(text: str, language_id: str) -> dict[int, str]:
+    """Lines of `text` (by 0-based number) whose `:=` of a call gets the `err`
+    that the function it calls returns last, one value more than it names."""
+    if language_id != "go" or len(text) > MAX_PARSE_CHARS or ":=" not in text:
+        return {}
+    root = syntax_root(language_id, text)
+    if root is None:
+        return {}
+    counts = _error_result_counts(root)
+    inserts = []
+    for statement in descendants(root, frozenset({"short_var_declaration"})):
+        left, right = statement.child_by_field_name("left"), statement.child_by_field_name("right")
+        if left is None or right is None or right.named_child_count != 1:
+            continue
+        call = right.named_children[0]
+        callee = call.child_by_field_name("function") if call.type == "call_expression" else None
+        if callee is None or callee.type not in _CALLEES:
+            continue
+        name = node_text(callee.child_by_field_name("field") or callee)
+        names = [node_text(n) for n in left.named_children]
+        if counts.get((callee.type, name)) == len(names) + 1 and "err" not in names:
+            inserts.append((left.end_byte, ", err"))
+    return lines_with_insertions(text, inserts)
+
+
+def _error_result_counts(root: tree_sitter.Node) -> dict[tuple[str, str], int]:
+    """How many results each function and method declared here has, by how a call
+    names it, when its last result is an `error` (and its name is declared once)."""
+    counts: dict[tuple[str, str], int | None] = {}
+    for function in descendants(root, frozenset({"function_declaration", "method_declaration"})):
+        key = (_CALLED_AS[function.type], node_text(function.child_by_field_name("name")))
+        result = function.child_by_field_name("result")
+        if result is not None and result.type == "parameter_list":
+            declarations = result.named_children
+            result = declarations[-1].child_by_field_name("type") if declarations else None
+        is_error = node_text(result) == "error"
+        counts[key] = _result_count(function) if is_error and key not in counts else None
+    return {key: count for key, count in counts.items() if count is not None}

@@ -398,3 +398,44 @@ def test_an_error_assigned_gets_its_check(engine: SpeculativeEngine) -> None:
     )
     [edit] = engine.next_edit(request).edits  # at the default bar (about 0.08)
     assert edit.new_text == "\tif err != nil {\n\t\treturn nil, 0, err\n\t}\n"
+
+
+SYNC_GO = """package store
+
+import "os"
+
+func LoadItems(path string) ([]Item, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parse(data), nil
+}
+
+func Sync(dst string) error {
+	items := LoadItems("a.json")
+	return save(dst, items)
+}
+"""
+
+
+def test_a_caller_of_a_function_made_fallible_assigns_the_error_then_checks_it(
+    engine: SpeculativeEngine,
+) -> None:
+    old, new = "[]Item {", "([]Item, error) {"
+    before = SYNC_GO.replace(new, old, 1)
+    at = before.index(old)
+    history = EditHistory()
+    history.record("u", at, old, new)
+    text, fixes = SYNC_GO, []
+    for _ in range(2):  # each taken as the user would (about 0.98, then 0.13)
+        request = NextEditRequest(
+            text=text, cursor=at, edits=history.edits("u"), path="store.go", language_id="go"
+        )
+        [edit] = engine.next_edit(request).edits
+        history.record("u", edit.start, text[edit.start : edit.end], edit.new_text)
+        text = text[: edit.start] + edit.new_text + text[edit.end :]
+        at = edit.start + len(edit.new_text)
+        fixes.append(text)
+    assert '\titems, err := LoadItems("a.json")\n\treturn save' in fixes[0]
+    assert '\titems, err := LoadItems("a.json")\n\tif err != nil {\n\t\treturn err\n\t}\n' in text

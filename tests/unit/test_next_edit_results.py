@@ -3,11 +3,12 @@ return handles an error, `, nil` elsewhere (speculator/next_edit/results.py)."""
 
 from __future__ import annotations
 
+from test_next_edit_line_edits import proposed
 from test_next_edit_occurrences import renamed
 
 from speculator.edits import EditHistory
 from speculator.next_edit.core import NextEditRequest, prepare
-from speculator.next_edit.results import short_return_lines
+from speculator.next_edit.results import short_assignment_lines, short_return_lines
 
 LOAD_GO = """package store
 
@@ -101,3 +102,39 @@ def test_results_grown_by_an_error_draft_the_first_return_then_the_next() -> Non
     assert plan is not None and plan.draft_change is not None
     assert plan.draft_change.edit.new_text == ", nil"
     assert text[: plan.draft_change.edit.start].endswith("return []Item{}")
+
+
+CALLERS_GO = """package store
+
+func LoadItems(path string) ([]Item, error) {
+	return nil, nil
+}
+
+func (s *Store) Count() (int, error) {
+	return 0, nil
+}
+
+func Sync(s *Store) error {
+	items := LoadItems("a.json")
+	n := s.Count()
+	other := disk.LoadItems("b.json")
+	a, err := LoadItems("c.json")
+	_, _, _, _ = items, n, other, a
+	return err
+}
+"""
+
+
+def test_a_call_assigned_one_value_short_of_an_error_result_gets_err() -> None:
+    assert short_assignment_lines(CALLERS_GO, "go") == {
+        11: '\titems, err := LoadItems("a.json")',
+        12: "\tn, err := s.Count()",
+    }
+    # `disk.LoadItems` is another package's; `a, err :=` is whole already.
+    assert short_assignment_lines(CALLERS_GO, "python") == {}
+
+
+def test_a_function_made_fallible_has_its_callers_assign_the_error() -> None:
+    before = CALLERS_GO.replace("([]Item, error) {", "[]Item {", 1)
+    request = renamed(before, 2, "[]Item {", "([]Item, error) {", False, "go")
+    assert '\titems, err := LoadItems("a.json")\n' in proposed(request)
