@@ -9,9 +9,10 @@ file that imports the renamed one's module.
 The old name is replaced where it stands as an identifier in code, plain or as an
 attribute (`shapes.describe`, `circle.area`); never in strings or comments.
 
-A function there that gained a required parameter, or lost one, has its calls
-here fixed as in its own file (caller_arguments.py, dropped_arguments.py): the
-calls of a function by its name, and in Go (one package) of a method too.
+A function there that was made async, gained a required parameter or lost one
+has its calls here fixed as in its own file (awaits.py, caller_arguments.py,
+dropped_arguments.py): the calls of a function by its name, and in Go (one
+package) of a method too.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import tree_sitter
 
 from ..edits import Edit
 from ..syntax import byte_offset, line_end
+from .awaits import awaited_calls, made_async
 from .caller_arguments import added_parameter, passed_at_calls
 from .dropped_arguments import dropped_at_calls, removed_parameter
 from .lint_fixes import LineRewrites
@@ -82,9 +84,13 @@ def carried_across(
 
 def called_lines(text: str, language_id: str, before: str, edit: Edit) -> LineRewrites:
     """The lines of `text` (0-based) whose calls of a function that `edit` (made on
-    the other document's `before`) gave a parameter or took one from, fixed."""
+    the other document's `before`) made async, gave a parameter or took one from,
+    fixed."""
     after = edit.apply(before)
     row = after.count("\n", 0, edit.start)
+    awaited = made_async(after, before, row, language_id)
+    if awaited is not None:
+        return dict(awaited_calls(text, language_id, awaited))
     dropped = removed_parameter(after, before, row, language_id)
     if dropped is not None:
         here = _callable_here(dropped.signature, language_id)

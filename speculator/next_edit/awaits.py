@@ -13,7 +13,9 @@ a plain function needs that function made async first, the user's choice.
 The rule reads the code as it stands: it follows a function whose async
 definition, or an awaited call of it, is on the lines the user just edited. So
 once one `await` is taken, the next call follows. Only functions defined async in
-this file are followed, called by name or, for a method, on `self` or `this`.
+this file are followed, called by name or, for a method, on `self` or `this`;
+and a function made async in another file, in the files that import it
+(across.py), called by name.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Iterator
 import tree_sitter
 
 from .occurrences import MAX_PARSE_CHARS, nearby
-from .trees import RECEIVERS, descendants, is_python_method, node_text, syntax_root
+from .trees import RECEIVERS, descendants, functions_at, is_python_method, node_text, syntax_root
 from .window import lines_with_insertions
 
 # The function definitions of each grammar served (an `async` child marks them async).
@@ -74,15 +76,45 @@ def awaited_call_lines(text: str, focus: tuple[int, int], language_id: str) -> d
         for name in _names_on_lines(root, focus)
         if name in defined and defined[name] is not None
     }
-    if not followed:
+    rewrites = _awaited(text, root, defined, followed) if followed else {}
+    return {i: line for i, line in rewrites.items() if nearby(i, focus)}
+
+
+def made_async(text: str, before: str, row: int, language_id: str) -> str | None:
+    """The name of the function (not a method) that an edit on line `row` made
+    async (`before`: the text it changed)."""
+    if language_id not in _LANGUAGES or max(len(text), len(before)) > MAX_PARSE_CHARS:
+        return None
+    root, old_root = syntax_root(language_id, text), syntax_root(language_id, before)
+    new = functions_at(root, row, _FUNCTIONS) if root is not None else []
+    old = functions_at(old_root, row, _FUNCTIONS) if old_root is not None else []
+    if not new or not old or _is_method(new[-1]) or _is_async(old[-1]):
+        return None
+    name = new[-1].child_by_field_name("name")
+    return node_text(name) if name is not None and _is_async(new[-1]) else None
+
+
+def awaited_calls(text: str, language_id: str, name: str) -> dict[int, str]:
+    """Lines of `text` where a call of the function `name`, made async in another
+    file, gets its `await` (none where this file defines a function of that name)."""
+    if language_id not in _LANGUAGES or len(text) > MAX_PARSE_CHARS:
         return {}
+    root = syntax_root(language_id, text)
+    if root is None or name in _async_definitions(root):
+        return {}
+    return _awaited(text, root, {name: False}, {name})
+
+
+def _awaited(
+    text: str, root: tree_sitter.Node, defined: dict[str, bool | None], followed: set[str]
+) -> dict[int, str]:
+    """The lines where the calls of the `followed` functions get their `await`."""
     starts = [
         (call.start_byte, "await ")
         for call in descendants(root, _CALLS)
         if _callee(call, defined) in followed and _unawaited(call) and _in_async(call)
     ]
-    rewrites = lines_with_insertions(text, starts)
-    return {i: line for i, line in rewrites.items() if nearby(i, focus)}
+    return lines_with_insertions(text, starts)
 
 
 def _async_definitions(root: tree_sitter.Node) -> dict[str, bool | None]:
@@ -94,9 +126,7 @@ def _async_definitions(root: tree_sitter.Node) -> dict[str, bool | None]:
         name = function.child_by_field_name("name")
         if name is None:
             continue
-        spelled = node_text(name)
-        is_method = function.parent is not None and function.parent.type in _CLASSES
-        is_method = is_method or is_python_method(function)
+        spelled, is_method = node_text(name), _is_method(function)
         if not _is_async(function) or found.get(spelled, is_method) != is_method:
             found[spelled] = None
         elif spelled not in found:
@@ -175,6 +205,11 @@ def _enclosing_function(node: tree_sitter.Node) -> tree_sitter.Node | None:
     while parent is not None and parent.type not in _FUNCTIONS:
         parent = parent.parent
     return parent
+
+
+def _is_method(function: tree_sitter.Node) -> bool:
+    in_class = function.parent is not None and function.parent.type in _CLASSES
+    return in_class or is_python_method(function)
 
 
 def _is_async(function: tree_sitter.Node) -> bool:

@@ -219,3 +219,32 @@ def test_a_method_changed_in_another_file_is_left_to_its_own() -> None:
     edit = Edit(at, ", rate", "", at=2.0)
     calling = "from price import Cart\n\n\ndef f(c):\n    return c.total([], 0.2)\n"
     assert carried_across(calling, "cart.py", "python", ("price.py", code, edit)) == {}
+
+
+API_PY = """\
+def fetch_user(user_id):
+    return {"id": user_id}
+"""
+
+VIEWS_PY = """\
+from api import fetch_user
+
+
+async def show(user_id):
+    user = fetch_user(user_id)
+    return user["id"]
+
+
+def plain(user_id):
+    return fetch_user(user_id)
+"""
+
+
+def test_a_function_made_async_in_another_file_is_awaited_by_async_callers_here() -> None:
+    edit = Edit(0, "", "async ", at=2.0)
+    assert carried_across(VIEWS_PY, "views.py", "python", ("api.py", API_PY, edit)) == {
+        4: "    user = await fetch_user(user_id)",
+    }
+    # A file defining its own `fetch_user` calls that one.
+    own = VIEWS_PY + "\n\ndef fetch_user(user_id):\n    return None\n"
+    assert carried_across(own, "views.py", "python", ("api.py", API_PY, edit)) == {}
