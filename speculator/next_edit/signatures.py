@@ -61,8 +61,20 @@ def signature_of(function: tree_sitter.Node, language_id: str) -> Signature | No
     if language_id == "go":
         return _go_signature(name, function.type == "method_declaration", parameters)
     if language_id == "python":
-        return _python_signature(name, is_python_method(function), parameters)
+        signature = _python_signature(name, is_python_method(function), parameters)
+        return _as_class_call(signature, function) if name == "__init__" else signature
     return _script_signature(name, function.type == "method_definition", parameters)
+
+
+def _as_class_call(signature: Signature, function: tree_sitter.Node) -> Signature:
+    """A Python constructor as its calls see it: the class's name, called (`Cache(...)`)."""
+    node = function.parent
+    while node is not None and node.type != "class_definition":
+        node = node.parent
+    name = node.child_by_field_name("name") if node is not None else None
+    if not signature.is_method or name is None:
+        return signature
+    return signature._replace(name=node_text(name), is_method=False)
 
 
 def _name_of(function: tree_sitter.Node) -> str | None:

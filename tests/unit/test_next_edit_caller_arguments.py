@@ -124,3 +124,16 @@ export const main = () => load("b.json");
 """
     rewrites = caller_argument_lines(code, (0, 1), ["function load(path: string) {"], "typescript")
     assert rewrites == {5: '  const items = await load(signal, "a.json");'}
+
+
+def test_a_constructor_parameter_added_is_passed_where_the_class_is_called() -> None:
+    code = """class Store:
+    def __init__(self, session, path):
+        self.path = path
+
+
+def open_store(session, path):
+    return Store(path)
+"""
+    rewrites = caller_argument_lines(code, (1, 2), ["    def __init__(self, path):"], "python")
+    assert rewrites == {6: "    return Store(session, path)"}

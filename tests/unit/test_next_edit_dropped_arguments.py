@@ -180,3 +180,16 @@ def test_a_typescript_parameter_removed_is_dropped_at_this_calls_and_const_funct
     assert dropped_argument_lines(after, before, (10, 11), "typescript") == {
         14: '  return parse("{}");',
     }
+
+
+def test_a_constructor_parameter_removed_is_dropped_where_the_class_is_called() -> None:
+    code = """class Cache:
+    def __init__(self, size, ttl):
+        self.size = size
+
+
+def make():
+    return Cache(10, 60)
+"""
+    before, after = removed(code, "size, ttl)", "size)")
+    assert dropped_argument_lines(after, before, (1, 2), "python") == {6: "    return Cache(10)"}
