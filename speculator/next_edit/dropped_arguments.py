@@ -28,6 +28,7 @@ from .signatures import (
     Signature,
     arguments_of,
     by_position,
+    callee_of,
     calls_of,
     keyword_name,
     signature_of,
@@ -158,7 +159,7 @@ def _callee_signature(
     root: tree_sitter.Node, call: tree_sitter.Node, language_id: str
 ) -> Signature | None:
     """The signature of the one function in this file of the name the call calls."""
-    callee = call.child_by_field_name("function")
+    callee = callee_of(call)
     if callee is None:
         return None
     name = node_text(callee).rsplit(".", 1)[-1]

@@ -24,8 +24,9 @@ FUNCTIONS = {
         ("javascript", "javascriptreact", "typescript", "typescriptreact"), _SCRIPT_FUNCTIONS
     ),
 }
-CALLS = frozenset({"call", "call_expression"})
+CALLS = frozenset({"call", "call_expression", "new_expression"})
 # Python parameters that hold a name a call may pass by position.
+_CLASSES = frozenset({"class_definition", "class_declaration", "class"})
 _NAMED = {
     "identifier": None,
     "typed_parameter": None,  # the first named child
@@ -60,21 +61,30 @@ def signature_of(function: tree_sitter.Node, language_id: str) -> Signature | No
         return None
     if language_id == "go":
         return _go_signature(name, function.type == "method_declaration", parameters)
+    signature: Signature | None
     if language_id == "python":
         signature = _python_signature(name, is_python_method(function), parameters)
-        return _as_class_call(signature, function) if name == "__init__" else signature
-    return _script_signature(name, function.type == "method_definition", parameters)
+    else:
+        signature = _script_signature(name, function.type == "method_definition", parameters)
+    constructor = name == ("__init__" if language_id == "python" else "constructor")
+    return _as_class_call(signature, function) if constructor and signature else signature
 
 
 def _as_class_call(signature: Signature, function: tree_sitter.Node) -> Signature:
-    """A Python constructor as its calls see it: the class's name, called (`Cache(...)`)."""
+    """A constructor as its calls see it: the class's name, called (`Cache(...)`,
+    `new Cache(...)`)."""
     node = function.parent
-    while node is not None and node.type != "class_definition":
+    while node is not None and node.type not in _CLASSES:
         node = node.parent
     name = node.child_by_field_name("name") if node is not None else None
     if not signature.is_method or name is None:
         return signature
     return signature._replace(name=node_text(name), is_method=False)
+
+
+def callee_of(call: tree_sitter.Node) -> tree_sitter.Node | None:
+    """What a call calls: `f` of `f(x)`, `Cache` of `new Cache(x)`."""
+    return call.child_by_field_name("function") or call.child_by_field_name("constructor")
 
 
 def _name_of(function: tree_sitter.Node) -> str | None:
@@ -168,7 +178,7 @@ def calls_of(
     JavaScript or TypeScript function by its name, a method on `this`."""
     found = []
     for node in descendants(root, CALLS):
-        callee = node.child_by_field_name("function")
+        callee = callee_of(node)
         if callee is None:
             continue
         if not signature.is_method:

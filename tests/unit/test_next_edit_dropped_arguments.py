@@ -193,3 +193,16 @@ def make():
 """
     before, after = removed(code, "size, ttl)", "size)")
     assert dropped_argument_lines(after, before, (1, 2), "python") == {6: "    return Cache(10)"}
+
+
+def test_a_typescript_constructor_parameter_removed_is_dropped_at_new() -> None:
+    code = """export class Cache {
+  constructor(size: number, ttl: number) {}
+}
+
+export const cache = new Cache(10, 60);
+"""
+    before, after = removed(code, "size: number, ttl: number", "size: number")
+    assert dropped_argument_lines(after, before, (1, 2), "typescript") == {
+        4: "export const cache = new Cache(10);"
+    }
