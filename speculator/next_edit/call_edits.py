@@ -104,7 +104,7 @@ def carried_lines(
     passes is read (dropped_arguments.py; its lines deleted are None)."""
     if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
         return {}
-    rewrites = short_assignment_lines(text, language_id)
+    rewrites = short_assignment_lines(text, focus, language_id)
     rewrites.update(short_return_lines(text, focus, language_id))
     rewrites.update(error_check_lines(text, focus, language_id))
     rewrites.update(awaited_call_lines(text, focus, language_id))

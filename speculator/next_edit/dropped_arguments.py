@@ -1,9 +1,9 @@
 """An argument the function no longer takes, dropped from the calls that pass it.
 
 `def load(path, encoding, strict):` made `def load(path, encoding):` leaves each
-call `load("a.txt", "utf-8", True)` an argument over: Python raises a TypeError
-Go and TypeScript do not compile. The next edit drops the argument where the removed
-parameter stood (`load("a.txt", "utf-8")`) and, in Python, one passed by its name
+call `load("a.txt", "utf-8", True)` an argument over: Python raises a TypeError,
+Go and TypeScript do not compile. The next edit drops the argument where the
+removed parameter stood (`load("a.txt", "utf-8")`) and, in Python, one passed by its name
 (`strict=True`), unless a `**kwargs` takes it now.
 
 Once the user has taken one (or dropped an argument by hand), the last edit is a

@@ -126,12 +126,13 @@ func Sync(s *Store) error {
 
 
 def test_a_call_assigned_one_value_short_of_an_error_result_gets_err() -> None:
-    assert short_assignment_lines(CALLERS_GO, "go") == {
+    assert short_assignment_lines(CALLERS_GO, (2, 3), "go") == {
         11: '\titems, err := LoadItems("a.json")',
         12: "\tn, err := s.Count()",
     }
     # `disk.LoadItems` is another package's; `a, err :=` is whole already.
-    assert short_assignment_lines(CALLERS_GO, "python") == {}
+    assert short_assignment_lines(CALLERS_GO, (2, 3), "python") == {}
+    assert short_assignment_lines(CALLERS_GO, (0, 1), "go") == {}  # an edit of no error
 
 
 def test_a_function_made_fallible_has_its_callers_assign_the_error() -> None:
