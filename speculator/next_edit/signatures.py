@@ -25,8 +25,8 @@ FUNCTIONS = {
     ),
 }
 CALLS = frozenset({"call", "call_expression", "new_expression"})
-# Python parameters that hold a name a call may pass by position.
 _CLASSES = frozenset({"class_definition", "class_declaration", "class"})
+# Python parameters that hold a name a call may pass by position.
 _NAMED = {
     "identifier": None,
     "typed_parameter": None,  # the first named child
@@ -56,6 +56,7 @@ def signature_at(root: tree_sitter.Node, row: int, language_id: str) -> Signatur
 
 
 def signature_of(function: tree_sitter.Node, language_id: str) -> Signature | None:
+    """How calls see the function; None for one without a name (a callback)."""
     name, parameters = _name_of(function), function.child_by_field_name("parameters")
     if name is None or parameters is None:
         return None
@@ -141,12 +142,9 @@ def _script_signature(name: str, is_method: bool, parameters: tree_sitter.Node) 
         spelled = (
             parameter.child_by_field_name(field) if parameter.type != "identifier" else parameter
         )
-        if (
-            parameter.type == "rest_pattern"
-            or spelled is not None
-            and spelled.type == "rest_pattern"
-        ):
-            open_ended = True
+        rest = parameter if parameter.type == "rest_pattern" else spelled
+        if rest is not None and rest.type == "rest_pattern":
+            open_ended = True  # `...more`: the last
             break
         if spelled is None or spelled.type != "identifier":
             return None  # destructured or a comment: which name a call fills is unclear

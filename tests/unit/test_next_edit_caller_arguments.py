@@ -124,6 +124,11 @@ export const main = () => load("b.json");
 """
     rewrites = caller_argument_lines(code, (0, 1), ["function load(path: string) {"], "typescript")
     assert rewrites == {5: '  const items = await load(signal, "a.json");'}
+    # After `...more`, a call's count of arguments does not say which is which.
+    rest = code.replace("path: string)", "path: string, ...more: string[])")
+    assert (
+        caller_argument_lines(rest, (0, 1), ["function load(path: string) {"], "typescript") == {}
+    )
 
 
 def test_a_constructor_parameter_added_is_passed_where_the_class_is_called() -> None:
