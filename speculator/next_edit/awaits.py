@@ -186,7 +186,7 @@ def _awaited_later(call: tree_sitter.Node, name: str) -> bool:
     function = _enclosing_function(call)
     if function is None:
         return False
-    after = (function.text or b"")[call.end_byte - function.start_byte :].decode("utf-8")
+    after = (function.text or b"")[call.end_byte - function.start_byte :].decode("utf-8", "replace")
     spelled = re.escape(name)
     return (
         re.search(rf"\bawait\s+{spelled}\b|\bis(?:awaitable|coroutine)\(\s*{spelled}\s*\)", after)

@@ -98,7 +98,7 @@ def _has_own(call: tree_sitter.Node, name: str, language_id: str) -> bool:
     while caller is not None:
         if caller.type in _CALLERS[language_id]:
             before = (caller.text or b"")[: call.start_byte - caller.start_byte]
-            if _names(before.decode("utf-8"), name):
+            if _names(before.decode("utf-8", "replace"), name):
                 return True
         caller = caller.parent
     return False

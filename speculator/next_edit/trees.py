@@ -55,8 +55,9 @@ def _kept() -> OrderedDict[tuple[str, str], tree_sitter.Tree | None]:
 
 
 def node_text(node: tree_sitter.Node | None) -> str:
-    """The source text of a node ("" for none)."""
-    return node.text.decode("utf-8") if node is not None and node.text is not None else ""
+    """The source text of a node ("" for none). A document may hold a lone surrogate
+    (syntax.utf8 passes it through): it reads as U+FFFD here."""
+    return node.text.decode("utf-8", "replace") if node is not None and node.text else ""
 
 
 def is_python_method(function: tree_sitter.Node) -> bool:

@@ -6,11 +6,13 @@ Offsets are Python string offsets into the document's current text.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import overload
 
 from ..edits import Edit, snapshots
+from ..syntax import utf8
 
 # Lines the model rewrites around the cursor. On the dev tasks the next edit lies
 # in this window (widened to the last edit) in 30 of 51, in 8 above and 12 below
@@ -234,8 +236,8 @@ def lines_with_replacements(
     [start, end) of the UTF-8 text is replaced by its piece: the first line of a
     range gets the range's lines as replaced (two lines or more when the piece
     adds some), the lines after it None (deleted). Ranges that overlap are left out."""
-    data = text.encode("utf-8")
-    starts = [0] + [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    data = utf8(text)
+    starts = [0] + [m.end() for m in re.finditer(b"\n", data)]
     blocks: list[tuple[int, int, list[tuple[int, int, str]]]] = []
     done = 0
     for start, end, piece in sorted(replacements):
@@ -255,8 +257,11 @@ def lines_with_replacements(
         block = data[starts[first] : block_end]
         for start, end, piece in reversed(pieces):
             at, to = start - starts[first], end - starts[first]
-            block = block[:at] + piece.encode("utf-8") + block[to:]
-        new = block.decode("utf-8")
+            block = block[:at] + utf8(piece) + block[to:]
+        try:
+            new = block.decode("utf-8", "surrogatepass")
+        except UnicodeDecodeError:
+            continue  # a range that splits a character (a tree of broken text)
         if new != lines[first] or last > first:
             rewrites[first] = new
         rewrites.update(dict.fromkeys(range(first + 1, last + 1)))

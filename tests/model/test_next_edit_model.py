@@ -14,7 +14,7 @@ from pathlib import Path
 from speculator.config import EngineConfig
 from speculator.edits import EditHistory
 from speculator.engine import SpeculativeEngine
-from speculator.next_edit.core import NextEditRequest
+from speculator.next_edit.core import NextEditRequest, NextEditResult
 from speculator.next_edit.proposal import MIN_CONFIDENCE, TextEdit
 from speculator.types import CompletionRequest, Snippet
 
@@ -127,21 +127,31 @@ def result_text(edit: TextEdit) -> str:
     return text[: edit.start] + edit.new_text + text[edit.end :]
 
 
+def asked_after_an_edit_in_price_py(
+    engine: SpeculativeEngine, price: str, old: str, new: str, cart: str
+) -> tuple[str, NextEditResult]:
+    """`old` made `new` (first place) in price.py, then cart.py asked: cart.py with
+    the one edit proposed applied, and the result."""
+    history = EditHistory()
+    history.record("file:///price.py", price.index(old), old, new)
+    [(_, edit)] = history.elsewhere("file:///cart.py")
+    request = NextEditRequest(
+        text=cart, cursor=0, edits=[], path="cart.py", elsewhere=[("price.py", price, edit)]
+    )
+    result = engine.next_edit(request)
+    [proposed] = result.edits
+    return cart[: proposed.start] + proposed.new_text + cart[proposed.end :], result
+
+
 def test_a_function_renamed_in_another_file_is_proposed_at_the_import(
     engine: SpeculativeEngine,
 ) -> None:
     """`total_price` renamed in price.py, then cart.py (which imports it) asked: the
     model scores the import renamed, at the shipped bar."""
-    history = EditHistory()
-    history.record("file:///price.py", CODE.index("total_price"), "total_price", "order_total")
-    [(_, edit)] = history.elsewhere("file:///cart.py")
     cart = "from price import total_price\n\n\ndef checkout(cart):\n    return total_price(cart, 0.2)\n"
-    request = NextEditRequest(
-        text=cart, cursor=0, edits=[], path="cart.py", elsewhere=[("price.py", CODE, edit)]
+    after, result = asked_after_an_edit_in_price_py(
+        engine, CODE, "total_price", "order_total", cart
     )
-    result = engine.next_edit(request)
-    [proposed] = result.edits
-    after = cart[: proposed.start] + proposed.new_text + cart[proposed.end :]
     assert after.splitlines()[0] == "from price import order_total"
     assert result.confidence is not None and result.confidence >= MIN_CONFIDENCE
 
@@ -360,15 +370,8 @@ def test_a_parameter_removed_in_another_file_is_dropped_at_the_call_here(
     """`currency` removed from price.py's `total`, then cart.py (which imports it)
     asked: the model scores the call without it, at the shipped bar."""
     price = "def total(items, rate, currency):\n    return sum(items) * (1 + rate)\n"
-    history = EditHistory()
-    history.record("file:///price.py", price.index(", currency"), ", currency", "")
-    [(_, edit)] = history.elsewhere("file:///cart.py")
     cart = 'from price import total\n\n\ndef checkout(cart):\n    return total(cart, 0.2, "EUR")\n'
-    request = NextEditRequest(
-        text=cart, cursor=0, edits=[], path="cart.py", elsewhere=[("price.py", price, edit)]
-    )
-    [proposed] = engine.next_edit(request).edits
-    after = cart[: proposed.start] + proposed.new_text + cart[proposed.end :]
+    after, _ = asked_after_an_edit_in_price_py(engine, price, ", currency", "", cart)
     assert after.splitlines()[-1] == "    return total(cart, 0.2)"
 
 

@@ -206,3 +206,14 @@ export const cache = new Cache(10, 60);
     assert dropped_argument_lines(after, before, (1, 2), "typescript") == {
         4: "export const cache = new Cache(10);"
     }
+
+
+def test_a_document_holding_a_lone_surrogate_gets_its_drop_and_no_error() -> None:
+    # Editors can send one (a broken paste); syntax.utf8 passes it through.
+    odd = LOADER_PY.replace('"a.txt"', '"a\ud800.txt"')
+    before, after = removed(odd, "encoding, strict):", "encoding):")
+    assert dropped_argument_lines(after, before, (0, 1), "python")[6] == (
+        '    a = load("a\ud800.txt", "utf-8")'
+    )
+    before, after = removed(odd, '"utf-8", True)', '"utf-8")')
+    assert dropped_argument_lines(after, before, (6, 7), "python") == {}
