@@ -27,9 +27,9 @@ import tree_sitter
 
 from .line_edits import indentation
 from .occurrences import MAX_PARSE_CHARS
+from .signatures import GO_FUNCTIONS, go_results
 from .trees import descendants, functions_at, node_text, syntax_root
 
-_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 _ASSIGNMENTS = frozenset({"short_var_declaration", "assignment_statement"})
 _NIL_TYPES = frozenset(
     {
@@ -52,7 +52,7 @@ def error_check_lines(text: str, focus: tuple[int, int], language_id: str) -> di
     if language_id != "go" or len(text) > MAX_PARSE_CHARS:
         return {}
     root = syntax_root(language_id, text)
-    functions = functions_at(root, focus[0], _FUNCTIONS) if root is not None else []
+    functions = functions_at(root, focus[0], GO_FUNCTIONS) if root is not None else []
     body = functions[-1].child_by_field_name("body") if functions else None
     zeros = _zero_results(functions[-1], root) if functions and root is not None else None
     if body is None or zeros is None:
@@ -101,24 +101,23 @@ def _unchecked_error(statement: tree_sitter.Node, body: tree_sitter.Node) -> str
 def _zero_results(function: tree_sitter.Node, root: tree_sitter.Node) -> list[str] | None:
     """The zero values of a function's results before its last, an `error`; None
     when it returns no error or a zero value is not known here."""
-    result = function.child_by_field_name("result")
-    if result is None:
+    results = go_results(function)
+    if results is None or not results.end_in_error:
         return None
-    if result.type != "parameter_list":
-        return [] if node_text(result) == "error" else None
-    types: list[tree_sitter.Node] = []
-    for declaration in result.named_children:
-        kind = declaration.child_by_field_name("type")
-        if kind is None:
-            return None
-        types += [kind] * max(1, len(declaration.children_by_field_name("name")))
-    if not types or node_text(types[-1]) != "error":
-        return None
-    zeros = [_zero_value(kind, root) for kind in types[:-1]]
+    structs = _struct_names(root) if len(results.types) > 1 else set()
+    zeros = [_zero_value(kind, structs) for kind in results.types[:-1]]
     return None if None in zeros else [z for z in zeros if z is not None]
 
 
-def _zero_value(kind: tree_sitter.Node, root: tree_sitter.Node) -> str | None:
+def _struct_names(root: tree_sitter.Node) -> set[str]:
+    return {
+        node_text(spec.child_by_field_name("name"))
+        for spec in descendants(root, frozenset({"type_spec"}))
+        if (spec.child_by_field_name("type") or spec).type == "struct_type"
+    }
+
+
+def _zero_value(kind: tree_sitter.Node, structs: set[str]) -> str | None:
     if kind.type in _NIL_TYPES:
         return "nil"
     name = node_text(kind)
@@ -128,9 +127,4 @@ def _zero_value(kind: tree_sitter.Node, root: tree_sitter.Node) -> str | None:
         return "0"
     if name in _ZEROS:
         return _ZEROS[name]
-    structs = (
-        node_text(spec.child_by_field_name("name"))
-        for spec in descendants(root, frozenset({"type_spec"}))
-        if (spec.child_by_field_name("type") or spec).type == "struct_type"
-    )
     return f"{name}{{}}" if name in structs else None

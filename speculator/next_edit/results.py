@@ -28,10 +28,10 @@ import re
 import tree_sitter
 
 from .occurrences import MAX_PARSE_CHARS
+from .signatures import GO_FUNCTIONS, go_results
 from .trees import descendants, functions_at, node_text, syntax_root
 from .window import lines_with_insertions
 
-_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 # How a call names a function (`Load(...)`) and a method (`s.Load(...)`).
 _CALLED_AS = {"function_declaration": "identifier", "method_declaration": "selector_expression"}
 _CALLEES = frozenset(_CALLED_AS.values())
@@ -47,7 +47,7 @@ def short_return_lines(text: str, focus: tuple[int, int], language_id: str) -> d
     root = syntax_root(language_id, text)
     if root is None:
         return {}
-    functions = functions_at(root, focus[0], _FUNCTIONS)
+    functions = functions_at(root, focus[0], GO_FUNCTIONS)
     function = functions[-1] if functions else None  # the innermost
     if function is None:
         return {}
@@ -67,15 +67,10 @@ def short_return_lines(text: str, focus: tuple[int, int], language_id: str) -> d
 def _error_results(function: tree_sitter.Node) -> int | None:
     """How many results the function has, when they are unnamed and the last is an
     `error`; None otherwise."""
-    result = function.child_by_field_name("result")
-    if result is None:
+    results = go_results(function)
+    if results is None or results.named or not results.end_in_error:
         return None
-    if result.type != "parameter_list":
-        return 1 if node_text(result) == "error" else None
-    types = [c for c in result.named_children if c.type == "parameter_declaration"]
-    if not types or any(t.child_by_field_name("name") is not None for t in types):
-        return None
-    return len(types) if node_text(types[-1]) == "error" else None
+    return len(results.types)
 
 
 def _returns(body: tree_sitter.Node) -> list[tree_sitter.Node]:
@@ -99,14 +94,14 @@ def _may_return_more(ret: tree_sitter.Node, root: tree_sitter.Node) -> bool:
     if callee is None:
         return False
     name = node_text(callee.child_by_field_name("field") or callee)
-    results = {_result_count(f) for f in _functions_named(root, name)}
-    return results != {1}
+    counts = {len(r.types) if r else None for r in map(go_results, _functions_named(root, name))}
+    return counts != {1}
 
 
 def _functions_named(root: tree_sitter.Node, name: str) -> list[tree_sitter.Node]:
     """The functions of this file declared as `name`, or a literal assigned to it."""
     found = []
-    for node in descendants(root, _FUNCTIONS):
+    for node in descendants(root, GO_FUNCTIONS):
         if node.type != "func_literal":
             named = node.child_by_field_name("name")
         else:  # expression_list, then the assignment
@@ -115,15 +110,6 @@ def _functions_named(root: tree_sitter.Node, name: str) -> list[tree_sitter.Node
         if node_text(named) == name:
             found.append(node)
     return found
-
-
-def _result_count(function: tree_sitter.Node) -> int:
-    result = function.child_by_field_name("result")
-    if result is None:
-        return 0
-    if result.type != "parameter_list":
-        return 1
-    return sum(max(1, len(c.children_by_field_name("name"))) for c in result.named_children)
 
 
 def _values(ret: tree_sitter.Node) -> tree_sitter.Node | None:
@@ -207,10 +193,7 @@ def _error_result_counts(root: tree_sitter.Node) -> dict[tuple[str, str], int]:
     counts: dict[tuple[str, str], int | None] = {}
     for function in descendants(root, frozenset({"function_declaration", "method_declaration"})):
         key = (_CALLED_AS[function.type], node_text(function.child_by_field_name("name")))
-        result = function.child_by_field_name("result")
-        if result is not None and result.type == "parameter_list":
-            declarations = result.named_children
-            result = declarations[-1].child_by_field_name("type") if declarations else None
-        is_error = node_text(result) == "error"
-        counts[key] = _result_count(function) if is_error and key not in counts else None
+        results = go_results(function)
+        is_error = results is not None and results.end_in_error
+        counts[key] = len(results.types) if results and is_error and key not in counts else None
     return {key: count for key, count in counts.items() if count is not None}

@@ -1,9 +1,10 @@
 """Functions as their calls see them (Python, Go, JavaScript and TypeScript):
-which parameters a call fills by position, which by name, and the calls of a
-function in a file.
+which parameters a call fills by position, which by name, the calls of a
+function in a file, and what a Go function returns.
 
 caller_arguments.py reads them when a parameter is added (its callers pass it),
-dropped_arguments.py when one is removed (its callers stop passing it).
+dropped_arguments.py when one is removed (its callers stop passing it),
+results.py and error_checks.py when a Go function's results end in an error.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ FUNCTIONS = {
         ("javascript", "javascriptreact", "typescript", "typescriptreact"), _SCRIPT_FUNCTIONS
     ),
 }
+# Go functions with results of their own (a literal's returns are not its parent's).
+GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 CALLS = frozenset({"call", "call_expression", "new_expression"})
 _CLASSES = frozenset({"class_definition", "class_declaration", "class"})
 # Python parameters that hold a name a call may pass by position.
@@ -47,6 +50,36 @@ class Signature(NamedTuple):
     @property
     def names(self) -> list[str]:
         return [node_text(n) for n in self.positional]
+
+
+class GoResults(NamedTuple):
+    types: list[tree_sitter.Node]  # one per value returned: `(a, b int)` gives two
+    named: bool  # `(n int, err error)`: a bare `return` returns them
+
+    @property
+    def end_in_error(self) -> bool:
+        return bool(self.types) and node_text(self.types[-1]) == "error"
+
+
+def go_results(function: tree_sitter.Node) -> GoResults | None:
+    """What a Go function returns; None where a result's type does not parse."""
+    result = function.child_by_field_name("result")
+    if result is None:
+        return GoResults([], False)
+    if result.type != "parameter_list":
+        return GoResults([result], False)
+    types: list[tree_sitter.Node] = []
+    named = False
+    for declaration in result.named_children:
+        if declaration.type == "comment":
+            continue
+        kind = declaration.child_by_field_name("type")
+        if kind is None:
+            return None
+        names = declaration.children_by_field_name("name")
+        named = named or bool(names)
+        types += [kind] * max(1, len(names))
+    return GoResults(types, named)
 
 
 def signature_at(root: tree_sitter.Node, row: int, language_id: str) -> Signature | None:
