@@ -18,7 +18,9 @@ Its callers are then a value short too: `items := LoadItems(dir)` becomes
 Any such call in the file is fixed, wherever the user's edit was (one that wrote
 `error` or an `err`: a result, a caller's fix, its check): a function or method
 declared here whose last result is an `error`, called alone on the right of a
-`:=` with one name fewer than its results.
+`:=` with one name fewer than its results. A method is matched by its name (the
+value's type is not known here), but not on a name this file imports
+(`disk.Count()` calls another package's function).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .window import lines_with_insertions
 # How a call names a function (`Load(...)`) and a method (`s.Load(...)`).
 _CALLED_AS = {"function_declaration": "identifier", "method_declaration": "selector_expression"}
 _CALLEES = frozenset(_CALLED_AS.values())
+_MAJOR_VERSION = re.compile(r"v\d+")
 _ERROR_WORD = re.compile(r"\berror\b|err\b|Err\b")
 
 
@@ -170,7 +173,7 @@ def short_assignment_lines(text: str, focus: tuple[int, int], language_id: str) 
     root = syntax_root(language_id, text)
     if root is None:
         return {}
-    counts = _error_result_counts(root)
+    counts, packages = _error_result_counts(root), _package_names(root)
     inserts = []
     for statement in descendants(root, frozenset({"short_var_declaration"})):
         left, right = statement.child_by_field_name("left"), statement.child_by_field_name("right")
@@ -180,6 +183,8 @@ def short_assignment_lines(text: str, focus: tuple[int, int], language_id: str) 
         callee = call.child_by_field_name("function") if call.type == "call_expression" else None
         if callee is None or callee.type not in _CALLEES:
             continue
+        if node_text(callee.child_by_field_name("operand")) in packages:
+            continue  # `disk.Count()`: another package's function, not a method here
         name = node_text(callee.child_by_field_name("field") or callee)
         names = [node_text(n) for n in left.named_children]
         if counts.get((callee.type, name)) == len(names) + 1 and "err" not in names:
@@ -197,3 +202,18 @@ def _error_result_counts(root: tree_sitter.Node) -> dict[tuple[str, str], int]:
         is_error = results is not None and results.end_in_error
         counts[key] = len(results.types) if results and is_error and key not in counts else None
     return {key: count for key, count in counts.items() if count is not None}
+
+
+def _package_names(root: tree_sitter.Node) -> set[str]:
+    """The names this file's imports bind: an alias, else the path's last element
+    (`gopkg.in/yaml.v3` and `example.com/cfg/v2` read as `yaml` and `cfg`)."""
+    names = set()
+    for spec in descendants(root, frozenset({"import_spec"})):
+        alias = spec.child_by_field_name("name")
+        path = node_text(spec.child_by_field_name("path")).strip('"`')
+        parts = [p for p in path.split("/") if not _MAJOR_VERSION.fullmatch(p)]
+        if alias is not None:
+            names.add(node_text(alias))
+        elif parts:
+            names.add(re.sub(r"\.v\d+$", "", parts[-1]))
+    return names

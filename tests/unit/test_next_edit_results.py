@@ -106,6 +106,11 @@ def test_results_grown_by_an_error_draft_the_first_return_then_the_next() -> Non
 
 CALLERS_GO = """package store
 
+import (
+	"example.com/disk"
+	yaml "gopkg.in/yaml.v3"
+)
+
 func LoadItems(path string) ([]Item, error) {
 	return nil, nil
 }
@@ -119,23 +124,26 @@ func Sync(s *Store) error {
 	n := s.Count()
 	other := disk.LoadItems("b.json")
 	a, err := LoadItems("c.json")
-	_, _, _, _ = items, n, other, a
+	m := disk.Count()
+	y := yaml.Count()
+	_, _, _, _, _, _ = items, n, other, a, m, y
 	return err
 }
 """
 
 
 def test_a_call_assigned_one_value_short_of_an_error_result_gets_err() -> None:
-    assert short_assignment_lines(CALLERS_GO, (2, 3), "go") == {
-        11: '\titems, err := LoadItems("a.json")',
-        12: "\tn, err := s.Count()",
+    assert short_assignment_lines(CALLERS_GO, (7, 8), "go") == {
+        16: '\titems, err := LoadItems("a.json")',
+        17: "\tn, err := s.Count()",
     }
-    # `disk.LoadItems` is another package's; `a, err :=` is whole already.
-    assert short_assignment_lines(CALLERS_GO, (2, 3), "python") == {}
+    # `disk.LoadItems`, `disk.Count` and `yaml.Count` are another package's;
+    # `a, err :=` is whole already.
+    assert short_assignment_lines(CALLERS_GO, (7, 8), "python") == {}
     assert short_assignment_lines(CALLERS_GO, (0, 1), "go") == {}  # an edit of no error
 
 
 def test_a_function_made_fallible_has_its_callers_assign_the_error() -> None:
     before = CALLERS_GO.replace("([]Item, error) {", "[]Item {", 1)
-    request = renamed(before, 2, "[]Item {", "([]Item, error) {", False, "go")
+    request = renamed(before, 7, "[]Item {", "([]Item, error) {", False, "go")
     assert '\titems, err := LoadItems("a.json")\n' in proposed(request)
