@@ -10,7 +10,8 @@ next-edit` reads them). Two sets come out:
 - *imports*: a hunk that began to use a name the commit also imported;
 - *drafted*: any other hunk whose draft is an import.
 The model is asked where the draft is an import (other rules' drafts are left
-out). A proposal is right when the commit imported every name it binds (counted
+out), or where it becomes one once another rule's draft is taken as the user
+would take it (a new parameter stored before the import its type needs). A proposal is right when the commit imported every name it binds (counted
 apart: its lines are the commit's own lines); one the commit did not make is a
 wrong suggestion.
 The rule's details were worked out on this same history: it is not held out.
@@ -26,16 +27,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from lsp_server.cli_next_edit import grep_import_lines
-from speculator.edits import EditHistory
+from speculator.edits import Edit, EditHistory
 from speculator.next_edit.core import NextEditRequest, prepare
-from speculator.next_edit.imports import ImportSources, import_lines
+from speculator.next_edit.imports import IMPORTED_EDITS, ImportSources, import_lines
 from speculator.next_edit.proposal import TextEdit
-from speculator.next_edit.window import edited_lines
+from speculator.next_edit.window import recent_lines
 from speculator.totals import percentile
 from speculator.types import Snippet
 
@@ -105,7 +106,7 @@ def _file_replays(
         if tag == "equal" or a2 >= len(old_lines):
             continue
         written = "".join(line + "\n" for line in new_lines[b1:b2])
-        request = _request(old, starts[a1], starts[a2], written, path, sources)
+        request = _followed(_request(old, starts[a1], starts[a2], written, path, sources))
         uses = [n for n in added if any(_uses(line, n) for line in new_lines[b1:b2])]
         kind = "imports" if uses else "drafted"
         if kind == "drafted" and not _drafts_an_import(request):
@@ -145,12 +146,23 @@ def _drafts_an_import(request: NextEditRequest) -> bool:
     if plan is None or plan.draft_change is None:
         return False
     new = _new_lines(request, plan.draft_change.edit)
-    last = request.edits[-1]
-    focus = edited_lines(request.text, last)
-    edit = (focus, last.old) if focus is not None else None
-    rewrites = import_lines(request.text, request.path, edit, "python", request.import_sources)
+    recent = recent_lines(request.text, request.edits, IMPORTED_EDITS)
+    rewrites = import_lines(request.text, request.path, recent, "python", request.import_sources)
     written = {line for rewrite in rewrites.values() for line in rewrite.split("\n")}
     return bool(new) and all(line in written for line in new)
+
+
+def _followed(request: NextEditRequest) -> NextEditRequest:
+    """The request after the draft's change is taken, where it is another rule's
+    (the import comes after it); else the request."""
+    plan = prepare(request)
+    change = plan.draft_change if plan is not None else None
+    if change is None or _drafts_an_import(request):
+        return request
+    edit = change.edit
+    taken = Edit(edit.start, request.text[edit.start : edit.end], edit.new_text)
+    text = edit.apply(request.text)
+    return replace(request, text=text, cursor=taken.new_end, edits=[*request.edits, taken])
 
 
 def _new_lines(request: NextEditRequest, edit: TextEdit) -> list[str]:

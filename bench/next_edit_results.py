@@ -61,6 +61,7 @@ REWRITE_TASKS = (20, 8)
 # Replays per set of bench.next_edit_imports (the model is asked only where the
 # draft is an import: most replays end at once).
 IMPORT_REPLAYS = 120
+IMPORTS_HEADING = "## The import for a name just used"
 
 
 @dataclass(frozen=True)
@@ -166,7 +167,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("output", type=Path)
     parser.add_argument("--limit", type=int, help="tasks per set (a smoke run)")
+    parser.add_argument(
+        "--imports-only",
+        action="store_true",
+        help="regenerate only the imports section of the report at OUTPUT",
+    )
     args = parser.parse_args()
+    if args.imports_only:
+        replace_imports_section(args.output, args.limit or IMPORT_REPLAYS)
+        return 0
     with tempfile.TemporaryDirectory() as scratch:
         sets = {"dev": DEV_TASKS, "held-out": held_out_tasks(Path(scratch))}
         rows: list[str] = []
@@ -189,14 +198,25 @@ def main() -> int:
             body = report(played, MODES, True, MIN_CONFIDENCE)
             sections += [f"## {run.name}", "", head, "", "```", *body, "```", ""]
             write(args.output, rows, notes, sections)  # so far, if a later run fails
-    imports = next_edit_imports.run(IMPORT_REPLAYS if args.limit is None else args.limit)
+    sections += imports_section(IMPORT_REPLAYS if args.limit is None else args.limit)
+    write(args.output, rows, notes, sections)
+    return 0
+
+
+def imports_section(limit: int) -> list[str]:
+    """The report's last section: bench.next_edit_imports on the real model."""
+    imports = next_edit_imports.run(limit)
     head = f"{time.ctime()}, quiet, load average at the end {os.getloadavg()[0]:.1f}"
     doc = next_edit_imports.__doc__ or ""
     about = doc.split("\n\n", 2)[2].strip().splitlines()
-    sections += ["## The import for a name just used", "", *about, "", head, "", "```"]
-    sections += [*imports, "```", ""]
-    write(args.output, rows, notes, sections)
-    return 0
+    return [IMPORTS_HEADING, "", *about, "", head, "", "```", *imports, "```", ""]
+
+
+def replace_imports_section(path: Path, limit: int) -> None:
+    """Regenerate only the imports section of the report at `path` (after a change
+    that moves no task set's draft, checked by the caller)."""
+    kept = path.read_text().split(IMPORTS_HEADING)[0]
+    path.write_text(kept + "\n".join(imports_section(limit)) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

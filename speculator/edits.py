@@ -191,6 +191,27 @@ def snapshots(current: str, edits: list[Edit]) -> list[str]:
     return texts
 
 
+def spans_now(edits: Sequence[Edit]) -> list[tuple[int, int]]:
+    """Where each edit's new text lies in the text after the last one: [start, end)
+    offsets, oldest first, a span grown over any later edit that overlapped it.
+    The edits must be a chain, each against the text the one before it left."""
+    spans: list[tuple[int, int]] = []
+    for edit in edits:
+        spans = [_shifted(span, edit) for span in spans]
+        spans.append((edit.start, edit.new_end))
+    return spans
+
+
+def _shifted(span: tuple[int, int], edit: Edit) -> tuple[int, int]:
+    start, end = span
+    delta = len(edit.new) - len(edit.old)
+    if edit.end <= start:
+        return start + delta, end + delta  # before it (or inserted at its start)
+    if edit.start >= end:
+        return start, end  # after it
+    return min(start, edit.start), max(end, edit.end) + delta
+
+
 def edits_between(old: str, new: str, newest_line: int | None = None) -> list[Edit]:
     """The changes from `old` to `new` as an edit chain (each edit against the text the
     one before it left), one edit per run of changed lines, top to bottom, except

@@ -90,16 +90,15 @@ def carried_lines(
     hunk: Hunk | None,
     focus: tuple[int, int] | None,
     language_id: str,
-    importing: bool = False,
     before: str | None = None,
 ) -> dict[int, str | None]:
     """Lines of `text` (by 0-based number) rewritten with the hunk's argument or
     parameter carried on, with the values its Go function's returns now lack, with
     the calls of a function it made async awaited, or with a new parameter stored,
     passed on or passed by its callers (a line may become two); the lines in
-    `focus` [a, b), the user's edit, left out. `importing`: the edit's import is
-    drafted, and comes first (a name left unbound breaks the module; a parameter
-    not yet stored or passed does not), so a new parameter is not put to use yet.
+    `focus` [a, b), the user's edit, left out. An import the edit needs is
+    drafted apart (imports.py), for as long as any recent edit leaves its name
+    unbound: before or after these.
     `before`: the text before the edit, where an argument that a call no longer
     passes is read (dropped_arguments.py; its lines deleted are None)."""
     if hunk is None or focus is None or len(text) > MAX_SCAN_CHARS:
@@ -108,9 +107,8 @@ def carried_lines(
     rewrites.update(short_return_lines(text, focus, language_id))
     rewrites.update(error_check_lines(text, focus, language_id))
     rewrites.update(awaited_call_lines(text, focus, language_id))
-    if not importing:
-        rewrites.update(stored_parameter_lines(text, focus, language_id))
-        rewrites.update(caller_argument_lines(text, focus, hunk.before, language_id))
+    rewrites.update(stored_parameter_lines(text, focus, language_id))
+    rewrites.update(caller_argument_lines(text, focus, hunk.before, language_id))
     ins = argument_insertion(hunk)
     if ins is not None:
         rewrites.update(_with_argument(text, ins, focus))
@@ -118,10 +116,7 @@ def carried_lines(
     # A new parameter takes its default's place in the body or, where the body does
     # not use its default, is passed on as the others are: one or the other.
     replaced = _default_replaced(text, param, focus, rewrites) if param is not None else {}
-    if replaced or importing:
-        rewrites.update(replaced)
-    else:
-        rewrites.update(forwarded_parameter_lines(text, focus, language_id))
+    rewrites.update(replaced or forwarded_parameter_lines(text, focus, language_id))
     if before is None:
         return dict(rewrites)
     return {**dropped_argument_lines(text, before, focus, language_id), **rewrites}

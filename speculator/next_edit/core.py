@@ -21,7 +21,7 @@ from .across import carried_across
 from .call_edits import carried_lines
 from .draft import BUILTINS, draft_window, is_imported, renames
 from .exports import export_lines
-from .imports import ImportSources, import_lines
+from .imports import IMPORTED_EDITS, ImportSources, import_lines
 from .lint_fixes import LineRewrites, lint_fix_lines
 from .members import as_attributes, renamed_members
 from .occurrences import occurrence_lines, removed_names, target_window
@@ -60,6 +60,7 @@ from .window import (
     lines_in_window,
     original_window,
     recent_hunks,
+    recent_lines,
     scoring_window,
 )
 
@@ -267,7 +268,7 @@ def _located(request: NextEditRequest, carried: Carried, source: Source) -> Draf
 
 def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     """The last edit here, carried on: renames and substitutions, the call rules,
-    the import of a name it used, the export of a name it imported and the next
+    (when they draft nothing) the import of a name a recent edit used, the export of a name it imported and the next
     fix of a lint rule it applied."""
     last = request.edits[-1]
     focus = edited_lines(request.text, last)
@@ -280,12 +281,11 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     names = as_attributes(names, members)
     scope = carried_within(request.text, request.language_id, last, renamed, focus, members)
     places = occurrence_lines(request.text, request.language_id, names, hunk, focus, scope)
-    edit = (focus, last.old) if focus is not None else None
-    rewrites: dict[int, str | None] = dict(
-        import_lines(request.text, request.path, edit, request.language_id, request.import_sources)
-    )
-    importing, language = bool(rewrites), request.language_id
-    rewrites.update(carried_lines(request.text, hunk, focus, language, importing, before))
+    rewrites = carried_lines(request.text, hunk, focus, request.language_id, before)
+    if not rewrites:  # an import waits: it is drafted while any recent edit needs it
+        recent = recent_lines(request.text, request.edits, IMPORTED_EDITS)
+        language, sources = request.language_id, request.import_sources
+        rewrites.update(import_lines(request.text, request.path, recent, language, sources))
     rewrites.update(export_lines(before, request.text, request.path, request.language_id))
     rewrites.update(reimport_lines(before, request.text, last, request.path, request.language_id))
     # The user's own change carried on comes first; a lint rule they applied, after.

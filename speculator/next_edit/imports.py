@@ -1,11 +1,15 @@
 """The import for a name just used, drafted from the imports of other files.
 
-When the user's last edit used a name that nothing else in the file mentions
+When the user's recent edits used a name that nothing else in the file mentions
 (`Path(...)` typed in a file without `from pathlib import Path`), and other files
 of the workspace import that name, the draft adds their import: to this file's
 one-line `from pathlib import ...` if it has one, else after its last import at
 the top. The line is copied, never invented: a name no other file imports gets
 nothing. Python only; the model still scores the change against the bar.
+
+Not only the last edit is read: a user who typed `Path(...)`, then went on to
+fix the line below, still lacks the import, and once they take another proposal
+(a parameter stored, say) the import that was due is proposed next.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 import logging
 import re
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import PurePosixPath
 
 import tree_sitter
@@ -32,6 +36,9 @@ MAX_SCAN_CHARS = 300_000
 # Names looked up per request: an edit that wrote many new names is new code,
 # not a use of one more import.
 MAX_NAMES = 3
+# The document's newest edits whose names are imported (a few: older ones the
+# user has moved on from, or wrote on purpose).
+IMPORTED_EDITS = 4
 _IMPORT_TYPES = ("import_statement", "import_from_statement", "future_import_statement")
 # A name in these places is being bound or is a member, not used.
 _BINDING_PARENTS = frozenset(
@@ -56,30 +63,35 @@ _RELATIVE = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
 def import_lines(
     text: str,
     path: str,
-    edit: tuple[tuple[int, int], str] | None,
+    edits: Sequence[tuple[tuple[int, int], str]],
     language_id: str,
     sources: ImportSources | None,
 ) -> dict[int, str]:
-    """Lines of `text` rewritten to import the names that the edit (its lines [a, b)
-    now, the text it removed) used and nothing here binds (a line may become two:
-    it and the import). A name in the removed text is not imported: that could
-    undo the edit (an import deleted)."""
-    if sources is None or edit is None or language_id != "python":
+    """Lines of `text` rewritten to import the names that the recent edits (each
+    its lines [a, b) now and the text it removed) used and nothing here binds (a
+    line may become two: it and the import). A name in a removed text is not
+    imported: that could undo the edit (an import deleted)."""
+    if sources is None or not edits or language_id != "python":
         return {}
-    focus, removed = edit
     if len(text) > MAX_SCAN_CHARS:
         return {}
     root = syntax_root(language_id, text)
     if root is None:
         return {}
-    names = unbound_names(text, root, focus)
-    names = [n for n in names if not word_pattern(n, member=False).search(removed)]
-    if not names or len(names) > MAX_NAMES:
+    removed = "\n".join(old for _, old in edits)
+    edited = [focus for focus, _ in edits]
+    names: list[str] = []
+    for focus, _ in edits:
+        used = unbound_names(text, root, focus, edited)
+        used = [n for n in used if not word_pattern(n, member=False).search(removed)]
+        if len(used) <= MAX_NAMES:  # more: new code, not a use of one more import
+            names += [n for n in used if n not in names]
+    if not names:
         return {}
     rewrites: dict[int, str] = {}
     lines = text.split("\n")
     relative = _RELATIVE.search(text) is not None
-    for name in names:
+    for name in names[:MAX_NAMES]:
         found = import_for(name, path, sources(name), relative)
         if found is not None:
             at, line = _placed(lines, root, found, name)
@@ -87,13 +99,21 @@ def import_lines(
     return rewrites
 
 
-def unbound_names(text: str, root: tree_sitter.Node, focus: tuple[int, int]) -> list[str]:
-    """Names used on lines `focus`, and bound nowhere there (a parameter, a
-    variable assigned), that appear nowhere else in `text` and are not builtins."""
+def unbound_names(
+    text: str,
+    root: tree_sitter.Node,
+    focus: tuple[int, int],
+    edited: Sequence[tuple[int, int]] = (),
+) -> list[str]:
+    """Names used on lines `focus` [a, b), and bound nowhere there (a parameter, a
+    variable assigned), that appear nowhere else in `text` (the lines of `edited`,
+    the other recent edits, aside) and are not builtins."""
     lines = text.split("\n")
-    elsewhere = "\n".join(lines[: focus[0]] + lines[focus[1] :])
+    skipped = {i for first, end in (focus, *edited) for i in range(first, end)}
+    elsewhere = "\n".join(line for i, line in enumerate(lines) if i not in skipped)
     nodes = list(_identifiers(root, focus))
-    bound = {_name(node) for node in nodes if not _is_used(node)}
+    near = [node for lines_ in edited for node in _identifiers(root, lines_)]
+    bound = {_name(node) for node in [*nodes, *near] if not _is_used(node)}
     found: list[str] = []
     for node in nodes:
         name = _name(node)

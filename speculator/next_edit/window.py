@@ -11,7 +11,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, replace
 from typing import overload
 
-from ..edits import Edit, snapshots
+from ..edits import Edit, snapshots, spans_now
 from ..syntax import utf8
 
 # Lines the model rewrites around the cursor. On the dev tasks the next edit lies
@@ -109,6 +109,18 @@ def edited_lines(text: str, edit: Edit | None) -> tuple[int, int] | None:
     first = line_of(starts, edit.start)
     last = line_of(starts, max(edit.start, edit.new_end - 1))
     return first, last + 1
+
+
+def recent_lines(text: str, edits: list[Edit], count: int) -> list[tuple[tuple[int, int], str]]:
+    """The lines [first, end) of the current text that each of the newest `count`
+    edits wrote, and the text it removed: newest first. `edits` is the document's
+    chain, oldest first, ending with its newest."""
+    starts = line_starts(text)
+    found = []
+    for edit, (start, end) in list(zip(edits, spans_now(edits), strict=True))[::-1][:count]:
+        first = line_of(starts, start)
+        found.append(((first, line_of(starts, max(start, end - 1)) + 1), edit.old))
+    return found
 
 
 def choose_window(

@@ -16,10 +16,12 @@ from bench.next_edit import Answer, Played, figures, load_tasks, mode_order, pla
 from bench.next_edit_results import (
     CHECKOUT,
     HELD_OUT_COMMIT,
+    IMPORTS_HEADING,
     MINER,
     REWRITE_TASKS,
     Run,
     held_out_tasks,
+    replace_imports_section,
     run_tasks,
     speedup_line,
     summary_row,
@@ -160,3 +162,19 @@ def test_held_out_tasks_are_mined_from_this_history(tmp_path: Path) -> None:
     for task in tasks:
         assert task["repo"] == "groundspec" and task["path"].endswith(".py")
         assert task["after_change"] != task["original"]
+
+
+def test_the_imports_section_alone_is_replaced_and_the_rest_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bench.next_edit_imports as imports
+
+    monkeypatch.setattr(imports, "run", lambda limit: [f"imports: {limit} replays, new"])
+    report_file = tmp_path / "report.md"
+    head = "# Report\n\n| row |\n\n## dev, quiet\n\n```\nfigures\n```\n\n"
+    report_file.write_text(f"{head}{IMPORTS_HEADING}\n\nold\n```\nimports: old\n```\n\n")
+    replace_imports_section(report_file, 7)
+    text = report_file.read_text()
+    assert text.startswith(head) and text.count(IMPORTS_HEADING) == 1
+    assert "imports: 7 replays, new" in text and "old" not in text
+    assert text.endswith("```\n\n")

@@ -13,6 +13,7 @@ from speculator.edits import (
     edits_between,
     merge,
     snapshots,
+    spans_now,
 )
 
 
@@ -156,3 +157,27 @@ def test_edits_between_rebuild_the_old_text_and_put_the_nearest_last() -> None:
         assert snapshots(new, chain)[0] == old
         assert last_new in chain[-1].new
     assert edits_between(old, old) == []
+
+
+def test_spans_now_find_each_edits_text_after_the_later_ones() -> None:
+    text = "x = 1\ny = 2\n"
+    first = Edit(0, "x", "total")  # "total = 1\ny = 2\n"
+    second = Edit(10, "y", "count")  # after it, below
+    third = Edit(0, "", "# note\n")  # above both
+    now = third.apply(second.apply(first.apply(text)))
+    spans = spans_now([first, second, third])
+    assert [now[a:b] for a, b in spans] == ["total", "count", "# note\n"]
+
+
+def test_spans_now_hold_what_survives_of_each_edit_from_random_edits() -> None:
+    rng = random.Random(5)
+    text, edits = "a" * 60, []
+    for i in range(40):
+        start = rng.randint(0, len(text))
+        end = min(len(text), start + rng.choice([0, 1, 2, 5]))
+        edit = Edit(start, text[start:end], chr(0x4E00 + i) * rng.randint(0, 3))
+        edits.append(edit)
+        text = edit.apply(text)
+    for i, (a, b) in enumerate(spans_now(edits)):
+        kept = [at for at, char in enumerate(text) if char == chr(0x4E00 + i)]
+        assert all(a <= at < b for at in kept), (i, kept, (a, b))

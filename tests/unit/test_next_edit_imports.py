@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from lsprotocol import types
@@ -87,6 +88,31 @@ def test_a_file_without_imports_gets_one_below_its_docstring() -> None:
     assert proposed(request).startswith('"""Config."""\n\nimport numpy as np\n\n\ndef load')
 
 
+def test_a_name_an_earlier_edit_used_is_imported_after_an_edit_elsewhere() -> None:
+    request = typed("    root = Path(name).parent\n")
+    later = request.text.index("        return json.load(f)")
+    history = EditHistory()
+    history.record("u", AT, "", "    root = Path(name).parent\n")
+    history.record("u", later + len("        return "), "json.load(f)", "json.loads(f.read())")
+    text = request.text.replace("json.load(f)", "json.loads(f.read())")
+    request = replace(request, text=text, cursor=len(text) - 2, edits=history.edits("u"))
+    assert len(request.edits) == 2
+    assert proposed(request) == text.replace(
+        "from typing import Any\n", "from typing import Any\nfrom pathlib import Path\n"
+    )
+
+
+def test_a_name_another_recent_edit_binds_or_uses_is_not_imported() -> None:
+    text = CODE[:AT] + "    found = Path(name)\n    base = found.parent\n" + CODE[AT:]
+    parser = new_parser("python")
+    assert parser is not None
+    root = parser.parse(utf8(text)).root_node
+    row = CODE[:AT].count("\n")
+    assert unbound_names(text, root, (row + 1, row + 2)) == []  # `found` is bound above
+    assert unbound_names(text, root, (row + 1, row + 2), [(row, row + 1)]) == []
+    assert unbound_names(text, root, (row, row + 1), [(row + 1, row + 2)]) == ["Path"]
+
+
 def test_names_bound_here_members_builtins_and_names_mentioned_are_not_imported() -> None:
     assert names_used("    root = Path(name).parent\n") == ["Path"]
     assert names_used("    path = open(name)\n") == []  # bound here; a builtin
@@ -110,7 +136,7 @@ def test_the_commonest_import_is_copied_and_relative_ones_only_beside_their_file
 def test_nothing_is_looked_up_without_sources_or_for_many_new_names() -> None:
     lines = typed("    a = Path(b, c, d, e)\n")
     row = CODE[:AT].count("\n")
-    edit = ((row, row + 1), "")
+    edit = [((row, row + 1), "")]
     assert import_lines(lines.text, lines.path, edit, "python", None) == {}
     sources = lines.import_sources
     assert import_lines(lines.text, lines.path, edit, "python", sources) == {}

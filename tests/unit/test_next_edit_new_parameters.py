@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from test_next_edit_line_edits import proposed
 
 from speculator.edits import EditHistory
-from speculator.next_edit.call_edits import carried_lines
+from speculator.fake import FakeEngine
 from speculator.next_edit.core import NextEditRequest
 from speculator.next_edit.new_parameters import forwarded_parameter_lines, stored_parameter_lines
-from speculator.next_edit.window import recent_hunks
+from speculator.types import Snippet
 
 CACHE_PY = """class Cache:
     def __init__(self, size, ttl, *args, clock=None, **options):
@@ -125,9 +127,29 @@ def test_a_new_parameter_whose_default_the_body_uses_replaces_it_instead() -> No
     assert "check(data, is_stub)" in after and "self._data_build(data, modname, path)" in after
 
 
-def test_an_import_the_edit_needs_comes_before_the_store() -> None:
-    request = typed(CACHE_PY, "ttl, ", "cache.py")
-    hunk = recent_hunks(request.text, request.edits, request.path)[-1]
-    assert 3 in carried_lines(CACHE_PY, hunk, (1, 2), "python")
-    # The import drafted for a name the edit used: the store waits.
-    assert carried_lines(CACHE_PY, hunk, (1, 2), "python", importing=True) == {}
+def test_a_new_parameter_is_stored_and_the_import_its_type_needs_follows() -> None:
+    stores = "        self.size = size\n        self.ttl = ttl\n"
+    text = "import time\n\n\n" + CACHE_PY.replace("        self.size = size\n", stores)
+    piece = ", pool: Pool"
+    at = text.index(", *args")
+    history = EditHistory(clock=iter(range(0, 1000, 30)).__next__)
+    history.record("u", at, "", piece)
+    typed_text = text[:at] + piece + text[at:]
+    request = NextEditRequest(
+        text=typed_text,
+        cursor=at + len(piece),
+        edits=history.edits("u"),
+        path="cache.py",
+        min_confidence=0.0,
+        import_sources=lambda name: [Snippet("pools.py", "from app.pools import Pool\n")],
+    )
+    stored = proposed(request)  # the store first: it is in the window
+    assert stored == typed_text.replace(stores, f"{stores}        self.pool = pool\n")
+    store = next(iter(FakeEngine().next_edit(request).edits))
+    history.record("u", store.start, typed_text[store.start : store.end], store.new_text)
+    request = replace(request, text=stored, edits=history.edits("u"), cursor=store.end)
+    assert len(request.edits) == 2
+    # The import the typed parameter needs, though the last edit was the store.
+    assert proposed(request) == stored.replace(
+        "import time\n", "import time\nfrom app.pools import Pool\n", 1
+    )
