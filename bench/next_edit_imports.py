@@ -11,9 +11,10 @@ next-edit` reads them). Two sets come out:
 - *drafted*: any other hunk whose draft is an import.
 The model is asked where the draft is an import (other rules' drafts are left
 out), or where it becomes one once another rule's draft is taken as the user
-would take it (a new parameter stored before the import its type needs). A proposal is right when the commit imported every name it binds (counted
-apart: its lines are the commit's own lines); one the commit did not make is a
-wrong suggestion.
+would take it (a new parameter stored before the import its type needs). A
+proposal is right when the commit imported every name it binds (counted apart:
+its lines are the commit's own lines); one the commit did not make is a wrong
+suggestion.
 The rule's details were worked out on this same history: it is not held out.
 """
 
