@@ -11,7 +11,8 @@ attribute (`shapes.describe`, `circle.area`); never in strings or comments.
 
 A function there that was made async, gained a required parameter or lost one
 has its calls here fixed as in its own file (awaits.py, caller_arguments.py,
-dropped_arguments.py): the calls of a function by its name, and in Go (one
+dropped_arguments.py): the calls of a function by its name (a parameter's also
+on its module, as this file imports it: `price.total(...)`), and in Go (one
 package) of a method too.
 """
 
@@ -61,6 +62,12 @@ _PACKAGE_FILES = frozenset({"__init__", "index", "mod", "lib"})
 # Python's module-level `NAME = value`: an assignment, its name in `left`.
 _ASSIGNMENTS = frozenset({"assignment"})
 _MODULES = frozenset({"module", "program", "source_file"})
+# A script's module bound to a name: `import * as price from "./price"`,
+# `const price = require("./price")`.
+_SCRIPT_MODULE = re.compile(
+    r"""(?:import\s+\*\s+as\s+(?P<name>\w+)\s+from\s+|(?:const|let|var)\s+(?P<required>\w+)"""
+    r"""\s*=\s*require\(\s*)["'](?P<path>[^"']+)["']"""
+)
 
 
 def carried_across(
@@ -77,15 +84,23 @@ def carried_across(
         return {}
     if not imports_from(text, path, source):
         return {}
+    qualifiers = module_names(text, language_id, source)
     return renamed_lines(text, language_id, before, edit) or called_lines(
-        text, language_id, before, edit
+        text, language_id, before, edit, qualifiers
     )
 
 
-def called_lines(text: str, language_id: str, before: str, edit: Edit) -> LineRewrites:
+def called_lines(
+    text: str,
+    language_id: str,
+    before: str,
+    edit: Edit,
+    qualifiers: frozenset[str] = frozenset(),
+) -> LineRewrites:
     """The lines of `text` (0-based) whose calls of a function that `edit` (made on
     the other document's `before`) made async, gave a parameter or took one from,
-    fixed."""
+    fixed: by its name, or a parameter's on one of `qualifiers` (its module's names
+    here: `price.total(...)`)."""
     after = edit.apply(before)
     row = after.count("\n", 0, edit.start)
     awaited = made_async(after, before, row, language_id)
@@ -93,14 +108,17 @@ def called_lines(text: str, language_id: str, before: str, edit: Edit) -> LineRe
         return dict(awaited_calls(text, language_id, awaited))
     dropped = removed_parameter(after, before, row, language_id)
     if dropped is not None:
-        here = _callable_here(dropped.signature, language_id)
-        return dropped_at_calls(text, dropped, language_id) if here else {}
+        if not _callable_here(dropped.signature, language_id):
+            return {}
+        dropped = dropped._replace(signature=dropped.signature._replace(qualifiers=qualifiers))
+        return dropped_at_calls(text, dropped, language_id)
     old_lines = before.split("\n")[row : row + edit.old.count("\n") + 1]
     focus = (row, row + edit.new.count("\n") + 1)
     added = added_parameter(after, focus, old_lines, language_id)
     if added is None or not _callable_here(added[0], language_id):
         return {}
-    return dict(passed_at_calls(text, added, language_id))
+    signature, at = added
+    return dict(passed_at_calls(text, (signature._replace(qualifiers=qualifiers), at), language_id))
 
 
 def _callable_here(signature: Signature, language_id: str) -> bool:
@@ -124,6 +142,40 @@ def imports_from(text: str, path: str, source: str) -> bool:
     )
     lines = (line for line in text.splitlines() if len(line) <= MAX_IMPORT_CHARS)
     return bool(module) and any(named.search(line) for line in lines)
+
+
+def module_names(text: str, language_id: str, source: str) -> frozenset[str]:
+    """The names this file calls the module at `source` by: Python's `import
+    price`, `import shop.price` (`shop.price`), `import shop.price as p`, `from shop
+    import price`; a script's `import * as price from "./price"`, `const price =
+    require("./price")`. Go has none: a package's files call each other bare."""
+    there = PurePosixPath(source)
+    module = there.parent.name if there.stem in _PACKAGE_FILES else there.stem
+    lines = [line.strip() for line in text.splitlines() if len(line) <= MAX_IMPORT_CHARS]
+    if language_id == "python":
+        return frozenset(n for line in lines for n in _python_module_names(line, module))
+    found = set()
+    for line in lines:
+        bound = _SCRIPT_MODULE.match(line)
+        if bound is not None and PurePosixPath(bound["path"]).stem == module:
+            found.add(bound["name"] or bound["required"])
+    return frozenset(found)
+
+
+def _python_module_names(line: str, module: str) -> list[str]:
+    if line.startswith("import "):
+        items, in_package = line[len("import ") :], False
+    elif line.startswith("from ") and " import " in line:
+        items, in_package = line.split(" import ", 1)[1].strip("() "), True
+    else:
+        return []
+    names = []
+    for item in items.split("#")[0].split(","):
+        parts = item.split()
+        if not parts or parts[0].split(".")[-1] != module or in_package and "." in parts[0]:
+            continue
+        names.append(parts[2] if len(parts) == 3 and parts[1] == "as" else parts[0])
+    return names
 
 
 def renamed_lines(text: str, language_id: str, before: str, edit: Edit) -> dict[int, str]:

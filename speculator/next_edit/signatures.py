@@ -46,6 +46,9 @@ class Signature(NamedTuple):
     open_ended: bool  # more may follow (`*args`, Go's `...`)
     keywords: frozenset[str]  # the names a call may pass by name (Python)
     any_keyword: bool  # `**kwargs`
+    # Names a call may qualify a function with: the module it comes from, as this
+    # file imports it (`price.total(...)` after `import price`).
+    qualifiers: frozenset[str] = frozenset()
 
     @property
     def names(self) -> list[str]:
@@ -204,16 +207,17 @@ def _spelled(parameter: tree_sitter.Node) -> tree_sitter.Node | None:
 def calls_of(
     root: tree_sitter.Node, signature: Signature, language_id: str
 ) -> list[tree_sitter.Node]:
-    """The calls in the file that reach the function: a Python function by its name, a
-    method on `self` or `cls`; a Go function by its name, a method on any value; a
-    JavaScript or TypeScript function by its name, a method on `this`."""
+    """The calls in the file that reach the function: a Python function by its name
+    (or on one of its qualifiers), a method on `self` or `cls`; a Go function by its
+    name, a method on any value; a JavaScript or TypeScript function by its name (or
+    on a qualifier), a method on `this`."""
     found = []
     for node in descendants(root, CALLS):
         callee = callee_of(node)
         if callee is None:
             continue
-        if not signature.is_method:
-            if callee.type == "identifier" and node_text(callee) == signature.name:
+        if callee.type == "identifier":
+            if not signature.is_method and node_text(callee) == signature.name:
                 found.append(node)
             continue
         member = next(
@@ -223,7 +227,8 @@ def calls_of(
         receiver = callee.child_by_field_name("object") or callee.child_by_field_name("operand")
         if member is None or receiver is None or node_text(member) != signature.name:
             continue
-        if language_id == "go" or node_text(receiver) in RECEIVERS:
+        receivers = RECEIVERS if signature.is_method else signature.qualifiers
+        if node_text(receiver) in receivers or signature.is_method and language_id == "go":
             found.append(node)
     return found
 

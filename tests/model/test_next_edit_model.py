@@ -373,6 +373,10 @@ def test_a_parameter_removed_in_another_file_is_dropped_at_the_call_here(
     cart = 'from price import total\n\n\ndef checkout(cart):\n    return total(cart, 0.2, "EUR")\n'
     after, _ = asked_after_an_edit_in_price_py(engine, price, ", currency", "", cart)
     assert after.splitlines()[-1] == "    return total(cart, 0.2)"
+    # Called on the module, as cart.py imports it: the same.
+    cart = 'import price\n\n\ndef checkout(cart):\n    return price.total(cart, 0.2, "EUR")\n'
+    after, _ = asked_after_an_edit_in_price_py(engine, price, ", currency", "", cart)
+    assert after.splitlines()[-1] == "    return price.total(cart, 0.2)"
 
 
 CONFIG_GO = """package config

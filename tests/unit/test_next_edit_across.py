@@ -7,6 +7,7 @@ from speculator.edits import Edit
 from speculator.next_edit.across import (
     carried_across,
     imports_from,
+    module_names,
     renamed_definitions,
     renamed_lines,
 )
@@ -211,6 +212,44 @@ def test_a_parameter_added_in_another_file_is_passed_by_the_callers_that_have_it
     # Calls two short, or a caller without a `region`: what to pass is the user's.
     two = CART.replace(', "EUR")', ")").replace("(cart, region)", "(cart)")
     assert carried_across(two, "cart.py", "python", ("price.py", PRICE, edit)) == {}
+
+
+def test_calls_on_the_module_as_this_file_imports_it_are_fixed_too() -> None:
+    at = PRICE.index(", currency")
+    edit = Edit(at, ", currency", "", at=2.0)
+    cart = (
+        "import shop.price\nimport price as p\n\n\n"
+        'def checkout(cart, other):\n    a = p.total(cart, 0.2, "EUR")\n'
+        '    b = shop.price.total(cart, 0.1, "EUR")\n    return a + b + other.total(1, 2, 3)\n'
+    )
+    assert carried_across(cart, "cart.py", "python", ("shop/price.py", PRICE, edit)) == {
+        5: "    a = p.total(cart, 0.2)",
+        6: "    b = shop.price.total(cart, 0.1)",
+    }
+    # `other.total` is not the module's: left alone.
+    price_ts = "export function total(items: number[], rate: number, currency: string) {}\n"
+    at = price_ts.index(", currency: string")
+    edit = Edit(at, ", currency: string", "", at=2.0)
+    cart_ts = 'import * as price from "./price";\n\nexport const a = price.total(b, 0.2, "EUR");\n'
+    assert carried_across(cart_ts, "cart.ts", "typescript", ("price.ts", price_ts, edit)) == {
+        2: "export const a = price.total(b, 0.2);"
+    }
+
+
+def test_the_names_a_file_imports_a_module_by() -> None:
+    python = (
+        "import os, shop.price as sp\nfrom shop import price\nfrom shop.price import total\n"
+        "from . import price as local  # here\nimport pricelist\n"
+    )
+    assert module_names(python, "python", "shop/price.py") == {"sp", "price", "local"}
+    assert module_names("import shop.price\n", "python", "shop/price.py") == {"shop.price"}
+    script = (
+        'import * as price from "./lib/price";\nconst p = require("../price")\n'
+        'import { total } from "./price";\nimport * as other from "./prices";\n'
+    )
+    assert module_names(script, "typescript", "lib/price.ts") == {"price", "p"}
+    assert module_names(script, "typescript", "lib/price/index.ts") == {"price", "p"}
+    assert module_names("package cart\n", "go", "cart/price.go") == frozenset()
 
 
 def test_a_method_changed_in_another_file_is_left_to_its_own() -> None:
