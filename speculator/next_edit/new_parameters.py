@@ -25,6 +25,7 @@ import tree_sitter
 
 from .line_edits import indentation
 from .occurrences import MAX_PARSE_CHARS
+from .signatures import parameter_name
 from .trees import RECEIVERS, descendants, node_text, syntax_root
 from .window import lines_with_insertions
 
@@ -38,17 +39,6 @@ _CONSTRUCTORS = (
         "this",
     ),
 )
-# Parameter nodes that hold one plain name (a splat or a TypeScript parameter
-# property is none), and the field it stands in (None: the first identifier).
-_PARAMETERS = {
-    "identifier": None,
-    "typed_parameter": None,  # python
-    "default_parameter": "name",
-    "typed_default_parameter": "name",
-    "assignment_pattern": "left",  # javascript
-    "required_parameter": "pattern",  # typescript
-    "optional_parameter": "pattern",
-}
 # Python scopes of their own inside a function.
 _NESTED = frozenset({"function_definition", "lambda", "class_definition"})
 # A call passes on at least this many parameters of its function's own to be that
@@ -134,20 +124,14 @@ def _signature_at(
 
 
 def _parameter_names(parameters: tree_sitter.Node) -> list[str]:
+    """The plain names of the parameters, bar TypeScript parameter properties
+    (`private clock: Clock`: stored already)."""
     names = []
     for parameter in parameters.named_children:
-        if parameter.type not in _PARAMETERS:
-            continue
         if any(c.type == "accessibility_modifier" for c in parameter.children):
-            continue  # a TypeScript parameter property: stored already
-        field = _PARAMETERS[parameter.type]
-        if parameter.type == "identifier":
-            spelled: tree_sitter.Node | None = parameter
-        elif field is not None:
-            spelled = parameter.child_by_field_name(field)
-        else:
-            spelled = next((c for c in parameter.named_children if c.type == "identifier"), None)
-        if spelled is not None and spelled.type == "identifier":
+            continue
+        spelled = parameter_name(parameter)
+        if spelled is not None:
             names.append(node_text(spelled))
     return names
 

@@ -29,12 +29,16 @@ FUNCTIONS = {
 GO_FUNCTIONS = frozenset({"function_declaration", "method_declaration", "func_literal"})
 CALLS = frozenset({"call", "call_expression", "new_expression"})
 _CLASSES = frozenset({"class_definition", "class_declaration", "class"})
-# Python parameters that hold a name a call may pass by position.
+# Parameters that hold one plain name (a splat or a destructured one holds none),
+# and the field it stands in (None: the first named child).
 _NAMED = {
     "identifier": None,
-    "typed_parameter": None,  # the first named child
+    "typed_parameter": None,  # python
     "default_parameter": "name",
     "typed_default_parameter": "name",
+    "assignment_pattern": "left",  # javascript
+    "required_parameter": "pattern",  # typescript
+    "optional_parameter": "pattern",
 }
 
 
@@ -153,7 +157,7 @@ def _python_signature(name: str, is_method: bool, parameters: tree_sitter.Node) 
             by_name_only = True  # what follows is passed by name only
             open_ended = open_ended or inner.type == "list_splat_pattern"
         any_keyword = any_keyword or inner.type == "dictionary_splat_pattern"
-        spelled = _spelled(parameter)
+        spelled = parameter_name(parameter)
         if spelled is None:
             continue
         keywords.add(node_text(spelled))
@@ -174,15 +178,12 @@ def _script_signature(name: str, is_method: bool, parameters: tree_sitter.Node) 
     positional: list[tree_sitter.Node] = []
     required, open_ended = 0, False
     for parameter in parameters.named_children:
-        field = "left" if parameter.type == "assignment_pattern" else "pattern"
-        spelled = (
-            parameter.child_by_field_name(field) if parameter.type != "identifier" else parameter
-        )
-        rest = parameter if parameter.type == "rest_pattern" else spelled
-        if rest is not None and rest.type == "rest_pattern":
+        pattern = parameter.child_by_field_name("pattern") or parameter
+        if pattern.type == "rest_pattern":
             open_ended = True  # `...more`: the last
             break
-        if spelled is None or spelled.type != "identifier":
+        spelled = parameter_name(parameter)
+        if spelled is None:
             return None  # destructured or a comment: which name a call fills is unclear
         positional.append(spelled)
         optional = parameter.type in ("optional_parameter", "assignment_pattern")
@@ -191,8 +192,9 @@ def _script_signature(name: str, is_method: bool, parameters: tree_sitter.Node) 
     return Signature(name, is_method, positional, required, open_ended, frozenset(), False)
 
 
-def _spelled(parameter: tree_sitter.Node) -> tree_sitter.Node | None:
-    """The name node of a Python parameter that has a plain name."""
+def parameter_name(parameter: tree_sitter.Node) -> tree_sitter.Node | None:
+    """The name node of a Python, JavaScript or TypeScript parameter that has a
+    plain name; None for a splat, a destructured one or a comment."""
     if parameter.type not in _NAMED:
         return None
     field = _NAMED[parameter.type]

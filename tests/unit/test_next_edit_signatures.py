@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from speculator.next_edit.signatures import GO_FUNCTIONS, go_results, signature_at
+from speculator.next_edit.signatures import (
+    GO_FUNCTIONS,
+    go_results,
+    parameter_name,
+    signature_at,
+)
 from speculator.next_edit.trees import descendants, node_text, syntax_root
 
 
@@ -52,3 +57,47 @@ def test_a_python_signature_leaves_out_the_receiver_and_counts_the_required() ->
     )
     assert signature.required == 1 and signature.open_ended and signature.any_keyword
     assert signature.keywords == {"path", "encoding", "strict"}
+
+
+@pytest.mark.parametrize(
+    ("source", "names", "required", "open_ended"),
+    [
+        ("function load(path, encoding = 'utf-8') {}", ["path", "encoding"], 1, False),
+        (
+            "function load(path: string, strict?: boolean, ...rest: T[]) {}",
+            ["path", "strict"],
+            1,
+            True,
+        ),
+        ("function load(path, ...rest) {}", ["path"], 1, True),
+    ],
+)
+def test_a_script_signature_reads_optional_and_rest_parameters(
+    source: str, names: list[str], required: int, open_ended: bool
+) -> None:
+    root = syntax_root("typescript", source)
+    assert root is not None
+    signature = signature_at(root, 0, "typescript")
+    assert signature is not None
+    assert (signature.names, signature.required, signature.open_ended) == (
+        names,
+        required,
+        open_ended,
+    )
+
+
+def test_a_destructured_parameter_has_no_name_and_leaves_the_signature_unread() -> None:
+    root = syntax_root("typescript", "function load({ path }, strict) {}")
+    assert root is not None
+    assert signature_at(root, 0, "typescript") is None
+    python = syntax_root("python", "def f(a, b: int, *rest, c=1, **more):\n    pass\n")
+    assert python is not None
+    parameters = next(iter(descendants(python, frozenset({"parameters"}))))
+    named = [parameter_name(p) for p in parameters.named_children]
+    assert [node_text(n) if n is not None else None for n in named] == [
+        "a",
+        "b",
+        None,
+        "c",
+        None,
+    ]
