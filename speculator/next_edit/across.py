@@ -11,9 +11,9 @@ attribute (`shapes.describe`, `circle.area`); never in strings or comments.
 
 A function there that was made async, gained a required parameter or lost one
 has its calls here fixed as in its own file (awaits.py, caller_arguments.py,
-dropped_arguments.py): the calls of a function by its name (a parameter's also
-on its module, as this file imports it: `price.total(...)`), and in Go (one
-package) of a method too.
+dropped_arguments.py): the calls of a function by its name or on its module, as
+this file imports it (`price.total(...)`), and in Go (one package) of a method
+too.
 """
 
 from __future__ import annotations
@@ -99,13 +99,13 @@ def called_lines(
 ) -> LineRewrites:
     """The lines of `text` (0-based) whose calls of a function that `edit` (made on
     the other document's `before`) made async, gave a parameter or took one from,
-    fixed: by its name, or a parameter's on one of `qualifiers` (its module's names
-    here: `price.total(...)`)."""
+    fixed: by its name, or on one of `qualifiers` (its module's names here:
+    `price.total(...)`)."""
     after = edit.apply(before)
     row = after.count("\n", 0, edit.start)
     awaited = made_async(after, before, row, language_id)
     if awaited is not None:
-        return dict(awaited_calls(text, language_id, awaited))
+        return dict(awaited_calls(text, language_id, awaited, qualifiers))
     dropped = removed_parameter(after, before, row, language_id)
     if dropped is not None:
         if not _callable_here(dropped.signature, language_id):

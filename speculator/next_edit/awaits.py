@@ -15,7 +15,7 @@ definition, or an awaited call of it, is on the lines the user just edited. So
 once one `await` is taken, the next call follows. Only functions defined async in
 this file are followed, called by name or, for a method, on `self` or `this`;
 and a function made async in another file, in the files that import it
-(across.py), called by name.
+(across.py), called by name or on its module (`api.fetch_user(...)`).
 """
 
 from __future__ import annotations
@@ -94,25 +94,33 @@ def made_async(text: str, before: str, row: int, language_id: str) -> str | None
     return node_text(name) if name is not None and _is_async(new[-1]) else None
 
 
-def awaited_calls(text: str, language_id: str, name: str) -> dict[int, str]:
+def awaited_calls(
+    text: str, language_id: str, name: str, modules: frozenset[str] = frozenset()
+) -> dict[int, str]:
     """Lines of `text` where a call of the function `name`, made async in another
-    file, gets its `await` (none where this file defines a function of that name)."""
+    file, gets its `await`: by its name, or on one of `modules` (the names this
+    file gives that file's module); none where this file defines a function of
+    that name."""
     if language_id not in _LANGUAGES or len(text) > MAX_PARSE_CHARS:
         return {}
     root = syntax_root(language_id, text)
     if root is None or name in _async_definitions(root):
         return {}
-    return _awaited(text, root, {name: False}, {name})
+    return _awaited(text, root, {name: False}, {name}, modules)
 
 
 def _awaited(
-    text: str, root: tree_sitter.Node, defined: dict[str, bool | None], followed: set[str]
+    text: str,
+    root: tree_sitter.Node,
+    defined: dict[str, bool | None],
+    followed: set[str],
+    modules: frozenset[str] = frozenset(),
 ) -> dict[int, str]:
     """The lines where the calls of the `followed` functions get their `await`."""
     starts = [
         (call.start_byte, "await ")
         for call in descendants(root, _CALLS)
-        if _callee(call, defined) in followed and _unawaited(call) and _in_async(call)
+        if _callee(call, defined, modules) in followed and _unawaited(call) and _in_async(call)
     ]
     return lines_with_insertions(text, starts)
 
@@ -148,9 +156,11 @@ def _names_on_lines(root: tree_sitter.Node, focus: tuple[int, int]) -> Iterator[
                 yield node_text(callee).rsplit(".", 1)[-1]
 
 
-def _callee(call: tree_sitter.Node, defined: dict[str, bool | None]) -> str | None:
-    """The async function of this file a call reaches: by name, or a method on
-    `self` or `this`."""
+def _callee(
+    call: tree_sitter.Node, defined: dict[str, bool | None], modules: frozenset[str]
+) -> str | None:
+    """The async function a call reaches: by name or on one of `modules`, or a
+    method on `self` or `this`."""
     callee = call.child_by_field_name("function")
     if callee is None:
         return None
@@ -159,10 +169,12 @@ def _callee(call: tree_sitter.Node, defined: dict[str, bool | None]) -> str | No
         return name if defined.get(name) is False else None
     receiver = callee.child_by_field_name("object")
     member = callee.child_by_field_name("attribute") or callee.child_by_field_name("property")
-    if receiver is None or member is None or node_text(receiver) not in RECEIVERS:
+    if receiver is None or member is None:
         return None
-    name = node_text(member)
-    return name if defined.get(name) is True else None
+    name, on = node_text(member), node_text(receiver)
+    if on in modules:
+        return name if defined.get(name) is False else None
+    return name if on in RECEIVERS and defined.get(name) is True else None
 
 
 def _unawaited(call: tree_sitter.Node) -> bool:

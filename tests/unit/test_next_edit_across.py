@@ -287,3 +287,10 @@ def test_a_function_made_async_in_another_file_is_awaited_by_async_callers_here(
     # A file defining its own `fetch_user` calls that one.
     own = VIEWS_PY + "\n\ndef fetch_user(user_id):\n    return None\n"
     assert carried_across(own, "views.py", "python", ("api.py", API_PY, edit)) == {}
+    # Called on the module as this file imports it: awaited too; on another value, not.
+    on_module = VIEWS_PY.replace("from api import fetch_user", "import api").replace(
+        "    user = fetch_user(user_id)", "    user = api.fetch_user(user_id)\n    c.fetch_user(1)"
+    )
+    assert carried_across(on_module, "views.py", "python", ("api.py", API_PY, edit)) == {
+        4: "    user = await api.fetch_user(user_id)",
+    }
