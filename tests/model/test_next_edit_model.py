@@ -182,6 +182,68 @@ def test_a_name_imported_in_another_file_gets_its_import_here(engine: Speculativ
     assert result.confidence is not None and result.confidence >= MIN_CONFIDENCE
 
 
+def test_the_import_stays_due_after_an_edit_elsewhere(engine: SpeculativeEngine) -> None:
+    """`Path` typed, then the next line edited before asking: the import the
+    earlier edit needs is still proposed, at the shipped bar."""
+    code = '"""Settings."""\nimport json\n\n\ndef load(name):\n    with open(name) as f:\n        return json.load(f)\n'
+    at = code.index("    with open")
+    line = "    name = Path(name).expanduser()\n"
+    history = EditHistory(clock=iter(range(0, 100, 30)).__next__)
+    history.record("u", at, "", line)
+    text = code[:at] + line + code[at:]
+    later = text.index("json.load(f)")
+    history.record("u", later, "json.load(f)", "json.loads(f.read())")
+    text = text.replace("json.load(f)", "json.loads(f.read())")
+    loader = Snippet(
+        "loader.py", "from pathlib import Path\n\n\ndef read(p):\n    return Path(p)\n"
+    )
+    request = NextEditRequest(
+        text=text,
+        cursor=len(text) - 2,
+        edits=history.edits("u"),
+        path="settings.py",
+        import_sources=lambda name: [loader],
+    )
+    assert len(request.edits) == 2
+    result = engine.next_edit(request)
+    [proposed] = result.edits
+    after = text[: proposed.start] + proposed.new_text + text[proposed.end :]
+    assert after == text.replace("import json\n", "import json\nfrom pathlib import Path\n")
+
+
+def test_a_new_parameter_is_stored_then_its_types_import_added(
+    engine: SpeculativeEngine,
+) -> None:
+    """`root: Path` added to `__init__`: the model proposes the store, and once it
+    is taken, the import of the type, each at the shipped bar."""
+    code = (
+        "import time\n\n\nclass Cache:\n    def __init__(self, size, ttl):\n"
+        "        self.size = size\n        self.ttl = ttl\n        self.items = {}\n"
+    )
+    at = code.index("):\n        self.size")
+    history = EditHistory(clock=iter(range(0, 100, 30)).__next__)
+    typed = ", root: Path"
+    history.record("u", at, "", typed)
+    text = code[:at] + typed + code[at:]
+    paths = Snippet("files.py", "from pathlib import Path\n")
+    request = NextEditRequest(
+        text=text,
+        cursor=at + len(typed),
+        edits=history.edits("u"),
+        path="cache.py",
+        import_sources=lambda name: [paths],
+    )
+    [store] = engine.next_edit(request).edits
+    stored = text[: store.start] + store.new_text + text[store.end :]
+    assert "        self.ttl = ttl\n        self.root = root\n" in stored
+    history.record("u", store.start, text[store.start : store.end], store.new_text)
+    request = replace(request, text=stored, cursor=store.end, edits=history.edits("u"))
+    [imported] = engine.next_edit(request).edits
+    after = stored[: imported.start] + imported.new_text + stored[imported.end :]
+    imported_line = "from pathlib import Path\n"
+    assert after == stored.replace("import time\n", f"import time\n{imported_line}")
+
+
 def test_a_cli_call_keeps_the_prompt_for_the_next_one(tmp_path: Path) -> None:
     """`groundspec next-edit` saves its KV slots at exit: the next call (another
     process) restores the instructions instead of evaluating them."""
