@@ -21,7 +21,7 @@ from .across import carried_across
 from .call_edits import carried_lines
 from .draft import BUILTINS, draft_window, is_imported, renames
 from .exports import export_lines
-from .imports import IMPORTED_EDITS, ImportSources, import_lines
+from .imports import IMPORTED_EDITS, ImportSources, import_lines, imports_only
 from .lint_fixes import LineRewrites, lint_fix_lines
 from .members import as_attributes, renamed_members
 from .occurrences import occurrence_lines, removed_names, target_window
@@ -34,6 +34,7 @@ from .prompts import (
     build_prompt,
 )
 from .proposal import (
+    IMPORT_BAR_POWER,
     MIN_CONFIDENCE,
     RENAME_BAR_POWER,
     Candidate,
@@ -231,6 +232,7 @@ class Carried(NamedTuple):
     rewrites: LineRewrites  # a line's new text, None: deleted
     scope: tuple[int, int] | None = None  # lines of the function a renamed local lives in
     members: frozenset[str] = frozenset()  # members renamed: carried to attributes only
+    imports: frozenset[str] = frozenset()  # the lines the import rule wrote
 
 
 class Drafted(NamedTuple):
@@ -282,10 +284,12 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     scope = carried_within(request.text, request.language_id, last, renamed, focus, members)
     places = occurrence_lines(request.text, request.language_id, names, hunk, focus, scope)
     rewrites = carried_lines(request.text, hunk, focus, request.language_id, before)
+    imported: dict[int, str] = {}
     if not rewrites:  # an import waits: it is drafted while any recent edit needs it
         recent = recent_lines(request.text, request.edits, IMPORTED_EDITS)
         language, sources = request.language_id, request.import_sources
-        rewrites.update(import_lines(request.text, request.path, recent, language, sources))
+        imported = import_lines(request.text, request.path, recent, language, sources)
+        rewrites.update(imported)
     rewrites.update(export_lines(before, request.text, request.path, request.language_id))
     rewrites.update(reimport_lines(before, request.text, last, request.path, request.language_id))
     # The user's own change carried on comes first; a lint rule they applied, after.
@@ -293,7 +297,8 @@ def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     # `list`) or imported already: then the old import is removed.
     kept = [a for a, b in renamed if b not in BUILTINS and not is_imported(request.text, b)]
     fixes = lint_fix_lines(before, request.text, last, request.path, request.language_id, kept)
-    return Carried(focus, hunk, places, {**fixes, **rewrites}, scope, members)
+    imports = frozenset(line for lines in imported.values() for line in lines.split("\n"))
+    return Carried(focus, hunk, places, {**fixes, **rewrites}, scope, members, imports)
 
 
 def _drafted(source: Source, carried: Carried, window: Window) -> Drafted:
@@ -313,6 +318,8 @@ def _drafted(source: Source, carried: Carried, window: Window) -> Drafted:
         return Drafted(window, user_lines, draft, None)
     if change is not None and _renamed_only(window, carried, user_lines, scope, change):
         change = replace(change, bar_power=RENAME_BAR_POWER)
+    elif change is not None and imports_only(source.text, change.edit, carried.imports):
+        change = replace(change, bar_power=IMPORT_BAR_POWER)
     return Drafted(window, user_lines, draft, change)
 
 

@@ -24,6 +24,7 @@ import tree_sitter
 
 from ..types import Snippet
 from .draft import BUILTINS, word_pattern
+from .proposal import TextEdit
 from .scope import BINDERS, field_of
 from .trees import syntax_root
 
@@ -97,6 +98,13 @@ def import_lines(
             at, line = _placed(lines, root, found, name)
             rewrites[at] = _joined(rewrites.get(at, lines[at]), line, at, lines)
     return rewrites
+
+
+def imports_only(text: str, edit: TextEdit, imports: frozenset[str]) -> bool:
+    """Are the lines `edit` writes into `text` all among `imports` (import_lines's)?"""
+    before = set(text.split("\n"))
+    new = [line for line in edit.apply(text).split("\n") if line not in before]
+    return bool(new) and all(line in imports for line in new)
 
 
 def unbound_names(

@@ -16,8 +16,9 @@ from lsp_server.next_edit import import_sources
 from speculator.edits import EditHistory
 from speculator.fake import FakeEngine
 from speculator.languages import new_parser
-from speculator.next_edit.core import NextEditRequest
+from speculator.next_edit.core import NextEditRequest, prepare
 from speculator.next_edit.imports import import_for, import_lines, unbound_names
+from speculator.next_edit.proposal import IMPORT_BAR_POWER, MIN_CONFIDENCE, bar_of
 from speculator.syntax import utf8
 from speculator.types import Snippet
 from speculator.workspace import WorkspaceIndex
@@ -209,3 +210,11 @@ def test_a_file_that_imports_relatively_gets_its_package_imported_so() -> None:
     ]
     assert import_for("provision", "speculator/x.py", package, True) == "from . import provision"
     assert import_for("Path", "speculator/x.py", package, True) == "from pathlib import Path"
+
+
+def test_an_import_copied_from_another_file_needs_less_confidence() -> None:
+    plan = prepare(typed("    root = Path(name).parent\n"))
+    assert plan is not None and plan.draft_change is not None
+    assert plan.draft_change.edit.new_text == "from pathlib import Path\n"
+    assert plan.draft_change.bar_power == IMPORT_BAR_POWER > 1
+    assert bar_of(plan.draft_change, MIN_CONFIDENCE) < MIN_CONFIDENCE
