@@ -92,7 +92,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         default=MIN_CONFIDENCE,
         metavar="P",
         help=f"the least probability of a proposed token (default {MIN_CONFIDENCE}); "
-        "a rename carried on needs P to the power 0.8",
+        "a rename carried on needs P to the power 0.8, an import copied from another "
+        "file P to the power 1.5",
     )
     engine_flags(parser)
     parser.set_defaults(run=run_next_edit)
