@@ -270,8 +270,8 @@ def _located(request: NextEditRequest, carried: Carried, source: Source) -> Draf
 
 def _carried_here(request: NextEditRequest, hunks: list[Hunk]) -> Carried:
     """The last edit here, carried on: renames and substitutions, the call rules,
-    (when they draft nothing) the import of a name a recent edit used, the export of a name it imported and the next
-    fix of a lint rule it applied."""
+    (when they draft nothing) the import of a name a recent edit used, the export
+    of a name it imported and the next fix of a lint rule it applied."""
     last = request.edits[-1]
     focus = edited_lines(request.text, last)
     own = [h for h in hunks if h.path == request.path]
