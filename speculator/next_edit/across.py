@@ -84,9 +84,8 @@ def carried_across(
         return {}
     if not imports_from(text, path, source):
         return {}
-    qualifiers = module_names(text, language_id, source)
     return renamed_lines(text, language_id, before, edit) or called_lines(
-        text, language_id, before, edit, qualifiers
+        text, language_id, before, edit, module_names(text, language_id, source)
     )
 
 
@@ -136,7 +135,7 @@ def imports_from(text: str, path: str, source: str) -> bool:
         return False
     if there.suffix == ".go":
         return here.parent == there.parent
-    module = there.parent.name if there.stem in _PACKAGE_FILES else there.stem
+    module = _module_of(there)
     named = re.compile(
         rf"\b(import|from|require|use|mod)\b.*(?<![\w-]){re.escape(module)}(?![\w-])"
     )
@@ -144,13 +143,17 @@ def imports_from(text: str, path: str, source: str) -> bool:
     return bool(module) and any(named.search(line) for line in lines)
 
 
+def _module_of(path: PurePosixPath) -> str:
+    """The module a file is: its stem, or its folder's name for a package file."""
+    return path.parent.name if path.stem in _PACKAGE_FILES else path.stem
+
+
 def module_names(text: str, language_id: str, source: str) -> frozenset[str]:
     """The names this file calls the module at `source` by: Python's `import
     price`, `import shop.price` (`shop.price`), `import shop.price as p`, `from shop
     import price`; a script's `import * as price from "./price"`, `const price =
     require("./price")`. Go has none: a package's files call each other bare."""
-    there = PurePosixPath(source)
-    module = there.parent.name if there.stem in _PACKAGE_FILES else there.stem
+    module = _module_of(PurePosixPath(source))
     lines = [line.strip() for line in text.splitlines() if len(line) <= MAX_IMPORT_CHARS]
     if language_id == "python":
         return frozenset(n for line in lines for n in _python_module_names(line, module))
