@@ -35,7 +35,12 @@ from typing import TYPE_CHECKING, NamedTuple
 from lsp_server.cli_next_edit import grep_import_lines
 from speculator.edits import Edit, EditHistory
 from speculator.next_edit.core import NextEditRequest, prepare
-from speculator.next_edit.imports import IMPORTED_EDITS, ImportSources, import_lines
+from speculator.next_edit.imports import (
+    IMPORTED_EDITS,
+    ImportSources,
+    import_lines,
+    imported_names,
+)
 from speculator.next_edit.proposal import TextEdit
 from speculator.next_edit.window import recent_lines
 from speculator.totals import percentile
@@ -65,14 +70,9 @@ class Replay:
     imported: frozenset[str]  # the names its imports bind after the commit
 
 
-def bound(line: str) -> list[str]:
-    """The names one import line binds."""
-    if line.startswith("from "):
-        items = line.split(" import ", 1)[1].strip("() ").split(",")
-        names = [item.split()[-1] for item in items if item.strip()]
-    else:
-        names = [item.split()[-1].split(".")[0] for item in line[7:].split(",") if item.strip()]
-    return [name for name in names if name.isidentifier()]
+def bound(statement: str) -> list[str]:
+    """The names one import statement binds."""
+    return [item.bound for item in imported_names(statement)]
 
 
 def replays(repo: Path) -> Iterator[Replay]:
@@ -97,7 +97,7 @@ def _file_replays(
     commit: str, path: str, old: str, new: str, sources: ImportSources
 ) -> Iterator[Replay]:
     old_lines, new_lines = old.split("\n"), new.split("\n")
-    imported = frozenset(n for m in _ANY_IMPORT.finditer(new) for n in bound(_one_line(m[1])))
+    imported = frozenset(n for m in _ANY_IMPORT.finditer(new) for n in bound(m[1]))
     added = {n for n in imported if not re.search(rf"(?<![\w.]){re.escape(n)}\b", old)}
     starts = [0]
     for line in old_lines:
@@ -113,11 +113,6 @@ def _file_replays(
         if kind == "drafted" and not _drafts_an_import(request):
             continue
         yield Replay(kind, commit, path, request, frozenset(new_lines), imported)
-
-
-def _one_line(statement: str) -> str:
-    """An import statement written over several lines, as one."""
-    return " ".join(statement.replace("(", " ").replace(")", " ").split()).replace(" ,", ",")
 
 
 def _uses(line: str, name: str) -> bool:

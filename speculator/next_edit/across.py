@@ -28,6 +28,7 @@ from ..syntax import byte_offset, line_end
 from .awaits import awaited_calls, made_async
 from .caller_arguments import added_parameter, passed_at_calls
 from .dropped_arguments import dropped_at_calls, removed_parameter
+from .imports import imported_names
 from .lint_fixes import LineRewrites
 from .occurrences import MAX_PARSE_CHARS, identifiers_on_lines, is_identifier
 from .signatures import Signature
@@ -166,19 +167,11 @@ def module_names(text: str, language_id: str, source: str) -> frozenset[str]:
 
 
 def _python_module_names(line: str, module: str) -> list[str]:
-    if line.startswith("import "):
-        items, in_package = line[len("import ") :], False
-    elif line.startswith("from ") and " import " in line:
-        items, in_package = line.split(" import ", 1)[1].strip("() "), True
-    else:
-        return []
-    names = []
-    for item in items.split("#")[0].split(","):
-        parts = item.split()
-        if not parts or parts[0].split(".")[-1] != module or in_package and "." in parts[0]:
-            continue
-        names.append(parts[2] if len(parts) == 3 and parts[1] == "as" else parts[0])
-    return names
+    return [
+        item.alias or item.target
+        for item in imported_names(line)
+        if item.target.split(".")[-1] == module
+    ]
 
 
 def renamed_lines(text: str, language_id: str, before: str, edit: Edit) -> dict[int, str]:

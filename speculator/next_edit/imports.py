@@ -19,6 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import PurePosixPath
+from typing import NamedTuple
 
 import tree_sitter
 
@@ -59,6 +60,65 @@ _BINDING_PARENTS = frozenset(
 _FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#\\(]+)", re.MULTILINE)
 _IMPORT = re.compile(r"^import[ \t]+([^\n#\\]+)", re.MULTILINE)
 _RELATIVE = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
+
+
+class ImportedName(NamedTuple):
+    """One name a Python import binds: `from module import target [as alias]`, or
+    `import target [as alias]` (module None)."""
+
+    module: str | None
+    target: str
+    alias: str | None
+
+    @property
+    def bound(self) -> str:
+        """The name the file gets: `p` for `import shop.price as p`, `shop` for
+        `import shop.price`."""
+        if self.alias is not None:
+            return self.alias
+        return self.target if self.module is not None else self.target.split(".")[0]
+
+    @property
+    def line(self) -> str:
+        """This one name's import, as a line of its own."""
+        alias = f" as {self.alias}" if self.alias is not None else ""
+        head = f"from {self.module} " if self.module is not None else ""
+        return f"{head}import {self.target}{alias}"
+
+
+def imported_names(statement: str) -> list[ImportedName]:
+    """The names one Python import statement binds; a parenthesized `from m import
+    (a, b as c)` over several lines and its comments are read whole."""
+    statement = re.sub(r"#[^\n]*|\\\n", " ", statement).strip()
+    module: str | None = None
+    if statement.startswith("from "):
+        head, keyword, items = statement[5:].partition(" import ")
+        module = head.strip()
+        if not keyword or not re.fullmatch(r"\.*[\w.]*", module):
+            return []
+        items = items.strip().removeprefix("(").removesuffix(")")
+    elif statement.startswith("import "):
+        items = statement[7:]
+    else:
+        return []
+    read = (_imported_name(module, item.split()) for item in items.split(","))
+    return [name for name in read if name is not None]
+
+
+def _imported_name(module: str | None, words: list[str]) -> ImportedName | None:
+    """`target` or `target as alias`: a name in a `from` import, a dotted path in
+    a plain one."""
+    if len(words) == 3 and words[1] == "as" and words[2].isidentifier():
+        alias: str | None = words[2]
+    elif len(words) == 1:
+        alias = None
+    else:
+        return None
+    target = words[0]
+    pieces = [target] if module is not None else target.split(".")
+    if not all(piece.isidentifier() for piece in pieces):
+        return None
+    return ImportedName(module, target, None if alias == target else alias)
 
 
 def import_lines(
@@ -240,19 +300,9 @@ def _relative(target: list[str], folder: tuple[str, ...]) -> str | None:
 
 def _imports_binding(text: str, name: str) -> Iterator[str]:
     """The top-level imports in `text` that bind `name`, each as one line."""
-    for match in _FROM.finditer(text):
-        module, names = match.group(1), match.group(2).strip("() \t\n")
-        for item in names.split(","):
-            parts = item.split()
-            if parts and parts[-1] == name and parts[0].isidentifier():
-                alias = f" as {name}" if parts[0] != name else ""
-                yield f"from {module} import {parts[0]}{alias}"
-    for match in _IMPORT.finditer(text):
-        for item in match.group(1).split(","):
-            parts = item.split()
-            bound = parts[-1] if len(parts) == 3 and parts[1] == "as" else None
-            if parts and (bound or parts[0].split(".")[0]) == name:
-                yield f"import {' '.join(parts)}"
+    for pattern in (_FROM, _IMPORT):
+        for match in pattern.finditer(text):
+            yield from (item.line for item in imported_names(match[0]) if item.bound == name)
 
 
 def _placed(lines: list[str], root: tree_sitter.Node, line: str, name: str) -> tuple[int, str]:

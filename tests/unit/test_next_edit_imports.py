@@ -17,7 +17,7 @@ from speculator.edits import EditHistory
 from speculator.fake import FakeEngine
 from speculator.languages import new_parser
 from speculator.next_edit.core import NextEditRequest, prepare
-from speculator.next_edit.imports import import_for, import_lines, unbound_names
+from speculator.next_edit.imports import import_for, import_lines, imported_names, unbound_names
 from speculator.next_edit.proposal import IMPORT_BAR_POWER, MIN_CONFIDENCE, bar_of
 from speculator.syntax import utf8
 from speculator.types import Snippet
@@ -132,6 +132,22 @@ def test_the_commonest_import_is_copied_and_relative_ones_only_beside_their_file
     assert import_for("osp", "m.py", aliased) == "from os import path as osp"
     assert import_for("b", "m.py", aliased) == "from x import b"
     assert import_for("nothing", "m.py", aliased) is None
+
+
+def test_an_import_statement_is_read_into_the_names_it_binds() -> None:
+    def bound(statement: str) -> list[tuple[str, str]]:
+        return [(item.bound, item.line) for item in imported_names(statement)]
+
+    assert bound("import os.path, numpy as np  # both") == [
+        ("os", "import os.path"),
+        ("np", "import numpy as np"),
+    ]
+    assert bound("from . import (\n    a,  # first\n    b as c,\n)") == [
+        ("a", "from . import a"),
+        ("c", "from . import b as c"),
+    ]
+    assert bound("from x import a as a, *") == [("a", "from x import a")]
+    assert bound("from x import a.b") == bound("import a b") == bound("x = 1") == []
 
 
 def test_nothing_is_looked_up_without_sources_or_for_many_new_names() -> None:
