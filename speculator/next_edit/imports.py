@@ -140,10 +140,8 @@ def import_lines(
     if root is None:
         return {}
     removed = "\n".join(old for _, old in edits)
-    edited = [focus for focus, _ in edits]
     names: list[str] = []
-    for focus, _ in edits:
-        used = unbound_names(text, root, focus, edited)
+    for used in unbound_names(text, root, [focus for focus, _ in edits]):
         used = [n for n in used if not word_pattern(n, member=False).search(removed)]
         if len(used) <= MAX_NAMES:  # more: new code, not a use of one more import
             names += [n for n in used if n not in names]
@@ -168,20 +166,20 @@ def imports_only(text: str, edit: TextEdit, imports: frozenset[str]) -> bool:
 
 
 def unbound_names(
-    text: str,
-    root: tree_sitter.Node,
-    focus: tuple[int, int],
-    edited: Sequence[tuple[int, int]] = (),
-) -> list[str]:
-    """Names used on lines `focus` [a, b), and bound nowhere there (a parameter, a
-    variable assigned), that appear nowhere else in `text` (the lines of `edited`,
-    the other recent edits, aside) and are not builtins."""
+    text: str, root: tree_sitter.Node, edited: Sequence[tuple[int, int]]
+) -> list[list[str]]:
+    """For each recent edit's lines [a, b) in `edited`: the names used there, bound
+    on none of those lines (a parameter, a variable assigned), that appear nowhere
+    else in `text` and are not builtins."""
     lines = text.split("\n")
-    skipped = {i for first, end in (focus, *edited) for i in range(first, end)}
+    skipped = {i for first, end in edited for i in range(first, end)}
     elsewhere = "\n".join(line for i, line in enumerate(lines) if i not in skipped)
-    nodes = list(_identifiers(root, focus))
-    near = [node for lines_ in edited for node in _identifiers(root, lines_)]
-    bound = {_name(node) for node in [*nodes, *near] if not _is_used(node)}
+    nodes = [list(_identifiers(root, focus)) for focus in edited]
+    bound = {_name(node) for each in nodes for node in each if not _is_used(node)}
+    return [_unbound(each, bound, elsewhere) for each in nodes]
+
+
+def _unbound(nodes: list[tree_sitter.Node], bound: set[str], elsewhere: str) -> list[str]:
     found: list[str] = []
     for node in nodes:
         name = _name(node)

@@ -65,7 +65,7 @@ def names_used(line: str) -> list[str]:
     parser = new_parser("python")
     assert parser is not None
     row = CODE[:AT].count("\n")
-    return unbound_names(text, parser.parse(utf8(text)).root_node, (row, row + 1))
+    return unbound_names(text, parser.parse(utf8(text)).root_node, [(row, row + 1)])[0]
 
 
 def test_a_name_imported_elsewhere_is_imported_after_the_last_import() -> None:
@@ -109,9 +109,9 @@ def test_a_name_another_recent_edit_binds_or_uses_is_not_imported() -> None:
     assert parser is not None
     root = parser.parse(utf8(text)).root_node
     row = CODE[:AT].count("\n")
-    assert unbound_names(text, root, (row + 1, row + 2)) == []  # `found` is bound above
-    assert unbound_names(text, root, (row + 1, row + 2), [(row, row + 1)]) == []
-    assert unbound_names(text, root, (row, row + 1), [(row + 1, row + 2)]) == ["Path"]
+    assert unbound_names(text, root, [(row + 1, row + 2)]) == [[]]  # `found` is used above
+    assert unbound_names(text, root, [(row, row + 1), (row + 1, row + 2)]) == [["Path"], []]
+    assert unbound_names(text, root, [(row + 1, row + 2), (row, row + 1)]) == [[], ["Path"]]
 
 
 def test_names_bound_here_members_builtins_and_names_mentioned_are_not_imported() -> None:
