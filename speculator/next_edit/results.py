@@ -37,7 +37,8 @@ from .window import lines_with_insertions
 # How a call names a function (`Load(...)`) and a method (`s.Load(...)`).
 _CALLED_AS = {"function_declaration": "identifier", "method_declaration": "selector_expression"}
 _CALLEES = frozenset(_CALLED_AS.values())
-_MAJOR_VERSION = re.compile(r"v\d+")
+# A Go module path's major version: an element `v2`, or a suffix `yaml.v3`.
+_MAJOR_VERSION = re.compile(r"(?:^|\.)v\d+$")
 _ERROR_WORD = re.compile(r"\berror\b|err\b|Err\b")
 
 
@@ -211,9 +212,9 @@ def _package_names(root: tree_sitter.Node) -> set[str]:
     for spec in descendants(root, frozenset({"import_spec"})):
         alias = spec.child_by_field_name("name")
         path = node_text(spec.child_by_field_name("path")).strip('"`')
-        parts = [p for p in path.split("/") if not _MAJOR_VERSION.fullmatch(p)]
+        parts = [_MAJOR_VERSION.sub("", part) for part in path.split("/")]
         if alias is not None:
             names.add(node_text(alias))
-        elif parts:
-            names.add(re.sub(r"\.v\d+$", "", parts[-1]))
+        elif any(parts):
+            names.add([part for part in parts if part][-1])
     return names

@@ -8,7 +8,8 @@ from test_next_edit_occurrences import renamed
 
 from speculator.edits import EditHistory
 from speculator.next_edit.core import NextEditRequest, prepare
-from speculator.next_edit.results import short_assignment_lines, short_return_lines
+from speculator.next_edit.results import _package_names, short_assignment_lines, short_return_lines
+from speculator.next_edit.trees import syntax_root
 
 LOAD_GO = """package store
 
@@ -147,3 +148,10 @@ def test_a_function_made_fallible_has_its_callers_assign_the_error() -> None:
     before = CALLERS_GO.replace("([]Item, error) {", "[]Item {", 1)
     request = renamed(before, 7, "[]Item {", "([]Item, error) {", False, "go")
     assert '\titems, err := LoadItems("a.json")\n' in proposed(request)
+
+
+def test_a_go_import_binds_its_alias_else_its_path_without_the_major_version() -> None:
+    imports = '\n\t"gopkg.in/yaml.v3"\n\tcfg "example.com/config/v2"\n\t"example.com/dev2"\n'
+    root = syntax_root("go", f'package p\n\nimport ({imports}\t"example.com/store/v4"\n)\n')
+    assert root is not None
+    assert _package_names(root) == {"yaml", "cfg", "dev2", "store"}
