@@ -1,7 +1,7 @@
 """The import for a name just used (speculator/next_edit/imports.py), replayed from
 this repository's history on the real model:
 
-    python -m bench.next_edit_imports [--limit N]
+    python -m bench.next_edit_imports [--limit N] [--releases dev|test]
 
 Each commit up to IMPORTS_COMMIT (55c708d) that changed a Python file is
 replayed hunk by hunk: the file as it was, one hunk applied as the user's edit,
@@ -16,12 +16,17 @@ proposal is right when the commit imported every name it binds (counted apart:
 its lines are the commit's own lines); one the commit did not make is a wrong
 suggestion.
 The rule's details were worked out on this same history: it is not held out.
+`--releases test` replays other projects instead, held out: the release
+histories of bench.next_edit_releases (a commit per release and changed file),
+the newest *imports* replays of each package, as many from each as make
+`--limit` in all.
 """
 
 from __future__ import annotations
 
 import argparse
 import difflib
+import logging
 import re
 import subprocess
 import sys
@@ -29,6 +34,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -46,6 +52,8 @@ from speculator.next_edit.window import recent_lines
 from speculator.totals import percentile
 from speculator.types import Snippet
 
+from . import next_edit_releases
+
 if TYPE_CHECKING:
     from speculator.engine import SpeculativeEngine
 
@@ -58,6 +66,8 @@ _ANY_IMPORT = re.compile(
     re.MULTILINE,
 )
 MAX_FILE_CHARS = 200_000
+# The sets of replays: `drafted` asks every hunk's draft, so it costs the most.
+KINDS = ("imports", "drafted")
 
 
 @dataclass(frozen=True)
@@ -75,26 +85,29 @@ def bound(statement: str) -> list[str]:
     return [item.bound for item in imported_names(statement)]
 
 
-def replays(repo: Path) -> Iterator[Replay]:
-    """Every hunk of every Python file the history up to IMPORTS_COMMIT changed,
-    that uses a name the commit imported or whose draft is an import."""
+def replays(
+    repo: Path, until: str = IMPORTS_COMMIT, kinds: tuple[str, ...] = KINDS
+) -> Iterator[Replay]:
+    """Every hunk of every Python file the history of git dir `repo` up to `until`
+    changed, that uses a name the commit imported or (`drafted` among `kinds`) whose
+    draft is an import."""
     git = ["git", "--git-dir", str(repo)]
 
     def out(*args: str) -> str:
         done = subprocess.run([*git, *args], capture_output=True, check=False)
         return done.stdout.decode("utf-8", "replace")
 
-    for commit in out("rev-list", "--no-merges", IMPORTS_COMMIT, "--", "*.py").split():
+    for commit in out("rev-list", "--no-merges", until, "--", "*.py").split():
         changed = out("diff", "--name-only", "--diff-filter=M", f"{commit}^", commit, "--", "*.py")
         for path in changed.split():
             old, new = out("show", f"{commit}^:{path}"), out("show", f"{commit}:{path}")
             if max(len(old), len(new)) <= MAX_FILE_CHARS:
                 sources = _sources(git, commit, path)
-                yield from _file_replays(commit, path, old, new, sources)
+                yield from _file_replays(commit, path, old, new, sources, kinds)
 
 
 def _file_replays(
-    commit: str, path: str, old: str, new: str, sources: ImportSources
+    commit: str, path: str, old: str, new: str, sources: ImportSources, kinds: tuple[str, ...]
 ) -> Iterator[Replay]:
     old_lines, new_lines = old.split("\n"), new.split("\n")
     imported = frozenset(n for m in _ANY_IMPORT.finditer(new) for n in bound(m[1]))
@@ -106,10 +119,12 @@ def _file_replays(
     for tag, a1, a2, b1, b2 in matcher.get_opcodes():
         if tag == "equal" or a2 >= len(old_lines):
             continue
-        written = "".join(line + "\n" for line in new_lines[b1:b2])
-        request = _followed(_request(old, starts[a1], starts[a2], written, path, sources))
         uses = [n for n in added if any(_uses(line, n) for line in new_lines[b1:b2])]
         kind = "imports" if uses else "drafted"
+        if kind not in kinds:
+            continue
+        written = "".join(line + "\n" for line in new_lines[b1:b2])
+        request = _followed(_request(old, starts[a1], starts[a2], written, path, sources))
         if kind == "drafted" and not _drafts_an_import(request):
             continue
         yield Replay(kind, commit, path, request, frozenset(new_lines), imported)
@@ -203,26 +218,49 @@ def verdict(replay: Replay, engine: SpeculativeEngine) -> Verdict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=60, help="replays per set (spread evenly)")
+    parser.add_argument(
+        "--releases",
+        choices=sorted(next_edit_releases.SPLITS),
+        help="replay other projects' releases (bench.next_edit_releases) instead",
+    )
     args = parser.parse_args()
-    for line in run(args.limit):
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr)
+    for line in run(args.limit, args.releases):
         print(line)
     return 0
 
 
-def run(limit: int) -> list[str]:
-    """The report's lines: each set's replays on the real model."""
+def run(limit: int, releases: str | None = None) -> list[str]:
+    """The report's lines: each set's replays on the real model, from this
+    repository's history or from the `releases` split's packages."""
     from speculator.config import EngineConfig
     from speculator.engine import SpeculativeEngine
 
     with tempfile.TemporaryDirectory() as scratch:
-        repo = Path(scratch) / "groundspec.git"
-        subprocess.run(["git", "clone", "-q", "--bare", str(CHECKOUT), str(repo)], check=True)
-        found = list(replays(repo))
+        if releases is None:
+            repo = Path(scratch) / "groundspec.git"
+            subprocess.run(["git", "clone", "-q", "--bare", str(CHECKOUT), str(repo)], check=True)
+            found = list(replays(repo))
+        else:
+            found = _release_replays(releases, Path(scratch), limit)
         engine = SpeculativeEngine.load(EngineConfig(kv_disk_mb=0))
         try:
-            return [_set_line(kind, found, engine, limit) for kind in ("imports", "drafted")]
+            kinds = sorted({r.kind for r in found}, key=KINDS.index)
+            return [_set_line(kind, found, engine, limit) for kind in kinds]
         finally:
             engine.close()
+
+
+def _release_replays(split: str, scratch: Path, limit: int) -> list[Replay]:
+    """The newest `imports` replays of each package of the release split, as many
+    from each as make `limit` in all (the `drafted` set would ask every hunk)."""
+    each = -(-limit // len(next_edit_releases.SPLITS[split]))
+    built = next_edit_releases.histories(split, scratch)
+    return [
+        replay
+        for _, tree in built
+        for replay in islice(replays(tree / ".git", "HEAD", ("imports",)), each)
+    ]
 
 
 def _set_line(kind: str, found: list[Replay], engine: SpeculativeEngine, limit: int) -> str:

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from speculator import provision
@@ -91,22 +92,30 @@ def build(split: str, out: Path, releases: int = 25, per_package: int = 10) -> P
     """Write the split's tasks to `out` (JSON lines, as shared/nes/dev.jsonl)."""
     if not MINER.exists():
         raise BuildError(f"no task miner: {MINER} is not beside this checkout")
-    cache = provision.beside_models("bench-wheels")
     lines: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:
-        for package, newest in SPLITS[split].items():
-            wheels = _wheels(package, newest, releases, cache / package)
-            repo = Path(scratch) / package
-            _history(wheels, repo)
+        for package, repo in histories(split, Path(scratch), releases):
             mined = Path(scratch) / f"{package}.jsonl"
             miner = [sys.executable, str(MINER), str(repo / ".git"), str(mined)]
             subprocess.run([*miner, "--max", str(per_package)], check=True, capture_output=True)
             lines += mined.read_text(encoding="utf-8").splitlines()
-            log.info("%s: %d releases, %d tasks so far", package, len(wheels), len(lines))
+            log.info("%s: %d tasks so far", package, len(lines))
     if not lines:
         raise BuildError("no task could be mined")
     out.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
     return out
+
+
+def histories(split: str, scratch: Path, releases: int = 25) -> Iterator[tuple[str, Path]]:
+    """Each package of the split, with its last `releases` releases as a git work
+    tree under `scratch` (built as it is asked for)."""
+    cache = provision.beside_models("bench-wheels")
+    for package, newest in SPLITS[split].items():
+        wheels = _wheels(package, newest, releases, cache / package)
+        repo = scratch / package
+        _history(wheels, repo)
+        log.info("%s: %d releases", package, len(wheels))
+        yield package, repo
 
 
 def _wheels(package: str, newest: str, count: int, folder: Path) -> list[Path]:
