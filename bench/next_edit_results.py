@@ -204,8 +204,14 @@ def main() -> int:
 
 
 def imports_section(limit: int) -> list[str]:
-    """The report's last section: bench.next_edit_imports on the real model."""
-    imports = next_edit_imports.run(limit)
+    """The report's last section: bench.next_edit_imports on the real model, on this
+    repository's history and on the release test split's."""
+    imports = [f"this repository, {line}" for line in next_edit_imports.run(limit)]
+    try:
+        held_out = next_edit_imports.run(limit, "test")
+    except (next_edit_releases.BuildError, OSError) as exc:
+        held_out = [f"not run ({exc})"]
+    imports += [f"other projects' releases (test split), {line}" for line in held_out]
     head = f"{time.ctime()}, quiet, load average at the end {os.getloadavg()[0]:.1f}"
     doc = next_edit_imports.__doc__ or ""
     about = doc.split("\n\n", 2)[2].strip().splitlines()

@@ -169,12 +169,17 @@ def test_the_imports_section_alone_is_replaced_and_the_rest_kept(
 ) -> None:
     import bench.next_edit_imports as imports
 
-    monkeypatch.setattr(imports, "run", lambda limit: [f"imports: {limit} replays, new"])
+    def run(limit: int, releases: str | None = None) -> list[str]:
+        return [f"imports: {limit} replays of {releases or 'this history'}, new"]
+
+    monkeypatch.setattr(imports, "run", run)
     report_file = tmp_path / "report.md"
     head = "# Report\n\n| row |\n\n## dev, quiet\n\n```\nfigures\n```\n\n"
     report_file.write_text(f"{head}{IMPORTS_HEADING}\n\nold\n```\nimports: old\n```\n\n")
     replace_imports_section(report_file, 7)
     text = report_file.read_text()
     assert text.startswith(head) and text.count(IMPORTS_HEADING) == 1
-    assert "imports: 7 replays, new" in text and "old" not in text
+    assert "this repository, imports: 7 replays of this history, new" in text
+    assert "other projects' releases (test split), imports: 7 replays of test, new" in text
+    assert "old" not in text
     assert text.endswith("```\n\n")
