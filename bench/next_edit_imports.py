@@ -42,6 +42,7 @@ from lsp_server.cli_next_edit import grep_import_lines
 from speculator.edits import Edit, EditHistory
 from speculator.next_edit.core import NextEditRequest, prepare
 from speculator.next_edit.imports import (
+    ANY_IMPORT,
     IMPORTED_EDITS,
     ImportSources,
     import_lines,
@@ -60,11 +61,6 @@ if TYPE_CHECKING:
 CHECKOUT = Path(__file__).resolve().parents[1]
 IMPORTS_COMMIT = "55c708d"
 _IMPORT = re.compile(r"^(from\s+[\w.]+\s+import\s+.+|import\s+.+)$")
-# Every import statement, at any depth (`if TYPE_CHECKING:`), parenthesized ones whole.
-_ANY_IMPORT = re.compile(
-    r"^[ \t]*(from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n]+)|import[ \t]+[^\n]+)",
-    re.MULTILINE,
-)
 MAX_FILE_CHARS = 200_000
 # The sets of replays: `drafted` asks every hunk's draft, so it costs the most.
 KINDS = ("imports", "drafted")
@@ -110,7 +106,7 @@ def _file_replays(
     commit: str, path: str, old: str, new: str, sources: ImportSources, kinds: tuple[str, ...]
 ) -> Iterator[Replay]:
     old_lines, new_lines = old.split("\n"), new.split("\n")
-    imported = frozenset(n for m in _ANY_IMPORT.finditer(new) for n in bound(m[1]))
+    imported = frozenset(n for m in ANY_IMPORT.finditer(new) for n in bound(m[1]))
     added = {n for n in imported if not re.search(rf"(?<![\w.]){re.escape(n)}\b", old)}
     starts = [0]
     for line in old_lines:

@@ -28,7 +28,7 @@ from ..syntax import byte_offset, line_end
 from .awaits import awaited_calls, made_async
 from .caller_arguments import added_parameter, passed_at_calls
 from .dropped_arguments import dropped_at_calls, removed_parameter
-from .imports import imported_names
+from .imports import ANY_IMPORT, imported_names
 from .lint_fixes import LineRewrites
 from .occurrences import MAX_PARSE_CHARS, identifiers_on_lines, is_identifier
 from .signatures import Signature
@@ -155,23 +155,20 @@ def module_names(text: str, language_id: str, source: str) -> frozenset[str]:
     import price`; a script's `import * as price from "./price"`, `const price =
     require("./price")`. Go has none: a package's files call each other bare."""
     module = _module_of(PurePosixPath(source))
-    lines = [line.strip() for line in text.splitlines() if len(line) <= MAX_IMPORT_CHARS]
     if language_id == "python":
-        return frozenset(n for line in lines for n in _python_module_names(line, module))
+        return frozenset(
+            item.alias or item.target
+            for statement in ANY_IMPORT.finditer(text)
+            for item in imported_names(statement[1])
+            if item.target.split(".")[-1] == module
+        )
+    lines = [line.strip() for line in text.splitlines() if len(line) <= MAX_IMPORT_CHARS]
     found = set()
     for line in lines:
         bound = _SCRIPT_MODULE.match(line)
         if bound is not None and PurePosixPath(bound["path"]).stem == module:
             found.add(bound["name"] or bound["required"])
     return frozenset(found)
-
-
-def _python_module_names(line: str, module: str) -> list[str]:
-    return [
-        item.alias or item.target
-        for item in imported_names(line)
-        if item.target.split(".")[-1] == module
-    ]
 
 
 def renamed_lines(text: str, language_id: str, before: str, edit: Edit) -> dict[int, str]:

@@ -59,6 +59,12 @@ _BINDING_PARENTS = frozenset(
 )
 _FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#\\(]+)", re.MULTILINE)
 _IMPORT = re.compile(r"^import[ \t]+([^\n#\\]+)", re.MULTILINE)
+# Every import statement at any depth (`if TYPE_CHECKING:`), a parenthesized one
+# whole (up to a bound, so that an unclosed one costs no scan to the file's end).
+ANY_IMPORT = re.compile(
+    r"^[ \t]*(from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]{0,4000}\)|[^\n]+)|import[ \t]+[^\n]+)",
+    re.MULTILINE,
+)
 _RELATIVE = re.compile(r"^[ \t]*from[ \t]+\.", re.MULTILINE)
 
 

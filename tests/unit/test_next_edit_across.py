@@ -243,6 +243,8 @@ def test_the_names_a_file_imports_a_module_by() -> None:
     )
     assert module_names(python, "python", "shop/price.py") == {"sp", "price", "local"}
     assert module_names("import shop.price\n", "python", "shop/price.py") == {"shop.price"}
+    wrapped = "if TYPE_CHECKING:\n    from shop import (\n        cart,\n        price as p,  # here\n    )\n"
+    assert module_names(wrapped, "python", "shop/price.py") == {"p"}
     script = (
         'import * as price from "./lib/price";\nconst p = require("../price")\n'
         'import { total } from "./price";\nimport * as other from "./prices";\n'
