@@ -57,8 +57,6 @@ _BINDING_PARENTS = frozenset(
         "as_pattern_target",
     }
 )
-_FROM = re.compile(r"^from[ \t]+([\w.]+)[ \t]+import[ \t]+(\([^)]*\)|[^\n#\\(]+)", re.MULTILINE)
-_IMPORT = re.compile(r"^import[ \t]+([^\n#\\]+)", re.MULTILINE)
 # Every import statement at any depth (`if TYPE_CHECKING:`), a parenthesized one
 # whole (up to a bound, so that an unclosed one costs no scan to the file's end).
 ANY_IMPORT = re.compile(
@@ -304,9 +302,9 @@ def _relative(target: list[str], folder: tuple[str, ...]) -> str | None:
 
 def _imports_binding(text: str, name: str) -> Iterator[str]:
     """The top-level imports in `text` that bind `name`, each as one line."""
-    for pattern in (_FROM, _IMPORT):
-        for match in pattern.finditer(text):
-            yield from (item.line for item in imported_names(match[0]) if item.bound == name)
+    for match in ANY_IMPORT.finditer(text):
+        if match.start(1) == match.start():  # not indented: not inside a block
+            yield from (item.line for item in imported_names(match[1]) if item.bound == name)
 
 
 def _placed(lines: list[str], root: tree_sitter.Node, line: str, name: str) -> tuple[int, str]:
