@@ -60,7 +60,6 @@ if TYPE_CHECKING:
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 IMPORTS_COMMIT = "55c708d"
-_IMPORT = re.compile(r"^(from\s+[\w.]+\s+import\s+.+|import\s+.+)$")
 MAX_FILE_CHARS = 200_000
 # The sets of replays: `drafted` asks every hunk's draft, so it costs the most.
 KINDS = ("imports", "drafted")
@@ -128,7 +127,8 @@ def _file_replays(
 
 def _uses(line: str, name: str) -> bool:
     return (
-        not _IMPORT.match(line) and re.search(rf"(?<![\w.]){re.escape(name)}\b", line) is not None
+        not ANY_IMPORT.match(line)
+        and re.search(rf"(?<![\w.]){re.escape(name)}\b", line) is not None
     )
 
 
@@ -204,8 +204,8 @@ def verdict(replay: Replay, engine: SpeculativeEngine) -> Verdict:
     if not result.edits:
         return Verdict(False, False, False, seconds)
     new = _new_lines(replay.request, result.edits[0])
-    names = [n for line in new if _IMPORT.match(line) for n in bound(line)]
-    right = bool(new) and all(_IMPORT.match(line) for line in new)
+    names = [n for line in new if ANY_IMPORT.match(line) for n in bound(line)]
+    right = bool(new) and all(ANY_IMPORT.match(line) for line in new)
     right = right and bool(names) and all(n in replay.imported for n in names)
     exact = right and all(line in replay.committed for line in new)
     return Verdict(True, right, exact, seconds)
