@@ -21,7 +21,7 @@ from .across import carried_across
 from .call_edits import carried_lines
 from .draft import BUILTINS, draft_window, is_imported, renames
 from .exports import export_lines
-from .imports import IMPORTED_EDITS, ImportSources, import_lines, imports_only
+from .imports import IMPORTED_EDITS, ImportSources, import_lines, imported_by, uses_shown
 from .lint_fixes import LineRewrites, lint_fix_lines
 from .members import as_attributes, renamed_members
 from .occurrences import occurrence_lines, removed_names, target_window
@@ -183,8 +183,10 @@ def prepare(request: NextEditRequest, count_tokens: int | None = None) -> Plan |
     draft_only = request.draft_only
     if draft_only is None:
         draft_only = request.prompt_format in DRAFT_ONLY_FORMATS
-    if draft_only and drafted.change is not None:
-        drafted = _narrowed(source, carried, drafted, drafted.change, cursor)
+    if draft_only and (found := drafted.change) is not None:
+        drafted = _narrowed(source, carried, drafted, found, cursor)
+        # A scored import is shown the uses it answers, not all the edit's new code.
+        hunks = uses_shown(hunks, imported_by(source.text, found.edit, carried.imports))
     window, user_lines, draft, change = drafted
     given = PromptInput(
         path=request.path,
@@ -318,7 +320,7 @@ def _drafted(source: Source, carried: Carried, window: Window) -> Drafted:
         return Drafted(window, user_lines, draft, None)
     if change is not None and _renamed_only(window, carried, user_lines, scope, change):
         change = replace(change, bar_power=RENAME_BAR_POWER)
-    elif change is not None and imports_only(source.text, change.edit, carried.imports):
+    elif change is not None and imported_by(source.text, change.edit, carried.imports):
         change = replace(change, bar_power=IMPORT_BAR_POWER)
     return Drafted(window, user_lines, draft, change)
 

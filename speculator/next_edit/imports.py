@@ -28,6 +28,7 @@ from .draft import BUILTINS, word_pattern
 from .proposal import TextEdit
 from .scope import BINDERS, field_of
 from .trees import syntax_root
+from .window import Hunk
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,11 @@ MAX_NAMES = 3
 # The document's newest edits whose names are imported (a few: older ones the
 # user has moved on from, or wrote on purpose).
 IMPORTED_EDITS = 4
+# A recent edit longer than this (a side's lines) is shown to a model scoring an
+# import by its new lines that use the import's names, this many at most: the use
+# is what the import answers, and a block of new code made such a prompt's diff
+# more than twice a small edit's (docs/next-edit.md).
+MAX_USE_LINES = 4
 _IMPORT_TYPES = ("import_statement", "import_from_statement", "future_import_statement")
 # A name in these places is being bound or is a member, not used.
 _BINDING_PARENTS = frozenset(
@@ -162,11 +168,33 @@ def import_lines(
     return rewrites
 
 
-def imports_only(text: str, edit: TextEdit, imports: frozenset[str]) -> bool:
-    """Are the lines `edit` writes into `text` all among `imports` (import_lines's)?"""
+def imported_by(text: str, edit: TextEdit, imports: frozenset[str]) -> list[str]:
+    """The names bound by the lines `edit` writes into `text`, if they are all
+    among `imports` (import_lines's); else none."""
     before = set(text.split("\n"))
     new = [line for line in edit.apply(text).split("\n") if line not in before]
-    return bool(new) and all(line in imports for line in new)
+    if not new or not all(line in imports for line in new):
+        return []
+    return [item.bound for line in new for item in imported_names(line)]
+
+
+def uses_shown(hunks: list[Hunk], names: list[str]) -> list[Hunk]:
+    """The recent edits as a prompt scoring an import of `names` shows them: each
+    longer than MAX_USE_LINES cut to its new lines that use a name (none: left
+    out); all of them if that leaves none."""
+    if not names:
+        return hunks
+    uses = re.compile("|".join(word_pattern(n, member=False).pattern for n in names))
+    shown = []
+    for hunk in hunks:
+        if max(len(hunk.before), len(hunk.after)) <= MAX_USE_LINES:
+            shown.append(hunk)
+            continue
+        used = [i for i, line in enumerate(hunk.after) if uses.search(line)][:MAX_USE_LINES]
+        if used:
+            lines = [hunk.after[i] for i in used]
+            shown.append(Hunk(hunk.path, hunk.first_line + used[0], [], lines, [], []))
+    return shown or hunks
 
 
 def unbound_names(

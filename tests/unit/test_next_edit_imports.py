@@ -17,8 +17,15 @@ from speculator.edits import EditHistory
 from speculator.fake import FakeEngine
 from speculator.languages import new_parser
 from speculator.next_edit.core import NextEditRequest, prepare
-from speculator.next_edit.imports import import_for, import_lines, imported_names, unbound_names
+from speculator.next_edit.imports import (
+    import_for,
+    import_lines,
+    imported_names,
+    unbound_names,
+    uses_shown,
+)
 from speculator.next_edit.proposal import IMPORT_BAR_POWER, MIN_CONFIDENCE, bar_of
+from speculator.next_edit.window import Hunk
 from speculator.syntax import utf8
 from speculator.types import Snippet
 from speculator.workspace import WorkspaceIndex
@@ -234,3 +241,48 @@ def test_an_import_copied_from_another_file_needs_less_confidence() -> None:
     assert plan.draft_change.edit.new_text == "from pathlib import Path\n"
     assert plan.draft_change.bar_power == IMPORT_BAR_POWER > 1
     assert bar_of(plan.draft_change, MIN_CONFIDENCE) < MIN_CONFIDENCE
+
+
+BLOCK = (
+    "    base = name.strip()\n"
+    "    if not base:\n"
+    "        raise ValueError('no name')\n"
+    "    root = Path(base).parent\n"
+    "    tail = base.rsplit('/', 1)[-1]\n"
+    "    stem = tail.split('.')[0]\n"
+)
+
+
+def test_a_scored_import_is_shown_the_lines_of_a_long_edit_that_use_it() -> None:
+    plan = prepare(typed(BLOCK))
+    assert plan is not None and plan.draft_change is not None
+    assert plan.draft_change.edit.new_text == "from pathlib import Path\n"
+    diff = plan.prompt.text.split("Recent edits:")[1].split("Code around the cursor")[0]
+    assert "+    root = Path(base).parent\n" in diff
+    assert "rsplit" not in diff and "raise ValueError" not in diff
+
+
+def test_a_short_edit_is_shown_whole_to_a_scored_import() -> None:
+    plan = prepare(typed("    root = Path(name).parent\n"))
+    assert plan is not None
+    diff = plan.prompt.text.split("Recent edits:")[1].split("Code around the cursor")[0]
+    # the edit with its context line, as for any other draft
+    assert " def load(name: str) -> dict[str, Any]:\n+    root = Path(name).parent\n" in diff
+
+
+def test_a_model_that_rewrites_is_shown_a_long_edit_whole() -> None:
+    plan = prepare(replace(typed(BLOCK), prompt_format="zeta2"))
+    assert plan is not None
+    assert "rsplit" in plan.prompt.text and "raise ValueError" in plan.prompt.text
+
+
+def test_uses_shown_leaves_out_long_edits_without_a_use_unless_none_is_left() -> None:
+    long_edit = Hunk("a.py", 3, ["x = 1"], [f"y{i} = {i}" for i in range(6)], ["above"], [])
+    short = Hunk("a.py", 20, ["a = 1"], ["a = 2"], [], [])
+    using = Hunk("b.py", 0, [], [f"z{i} = Path({i})" for i in range(6)], [], [])
+    shown = uses_shown([long_edit, short, using], ["Path"])
+    assert shown[0] == short
+    assert shown[1] == Hunk("b.py", 0, [], [f"z{i} = Path({i})" for i in range(4)], [], [])
+    assert len(shown) == 2
+    assert uses_shown([long_edit], ["Path"]) == [long_edit]
+    assert uses_shown([long_edit], []) == [long_edit]
